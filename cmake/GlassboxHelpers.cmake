@@ -1,0 +1,54 @@
+# gb_add_library(NAME SOURCES ... DEPS ... [TORCH]) : one static library per module.
+# gb_add_test(NAME SOURCES ... DEPS ... LABELS ...)  : one GoogleTest binary per module.
+
+set(GB_WARNINGS -Wall -Wextra -Werror -Wno-unused-parameter)
+
+if(GB_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# The precompiled header: LibTorch's umbrella header is the bulk of every translation unit.
+function(gb_add_pch)
+  file(WRITE ${CMAKE_BINARY_DIR}/gb_pch.cpp "// precompiled-header carrier\n")
+  add_library(gb_pch STATIC ${CMAKE_BINARY_DIR}/gb_pch.cpp)
+  target_link_libraries(gb_pch PUBLIC gb_torch)
+  target_compile_options(gb_pch PRIVATE ${GB_WARNINGS})
+  target_precompile_headers(gb_pch PRIVATE <torch/torch.h> <vector> <string> <memory>)
+endfunction()
+
+function(gb_add_library name)
+  cmake_parse_arguments(GB "TORCH" "" "SOURCES;DEPS;EXTERNAL" ${ARGN})
+  add_library(gb_${name} STATIC ${GB_SOURCES})
+  target_include_directories(gb_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_compile_options(gb_${name} PRIVATE ${GB_WARNINGS})
+  foreach(dep IN LISTS GB_DEPS)
+    target_link_libraries(gb_${name} PUBLIC gb_${dep})
+  endforeach()
+  target_link_libraries(gb_${name} PUBLIC ${GB_EXTERNAL})
+  if(GB_TORCH)
+    target_link_libraries(gb_${name} PUBLIC gb_torch)
+    target_precompile_headers(gb_${name} REUSE_FROM gb_pch)
+  endif()
+endfunction()
+
+function(gb_add_test name)
+  if(NOT GB_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(GB "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${GB_SOURCES})
+  target_compile_options(${name} PRIVATE ${GB_WARNINGS})
+  foreach(dep IN LISTS GB_DEPS)
+    target_link_libraries(${name} PRIVATE gb_${dep})
+  endforeach()
+  target_link_libraries(${name} PRIVATE GTest::gtest GTest::gtest_main gb_torch)
+  target_precompile_headers(${name} REUSE_FROM gb_pch)
+  if(NOT GB_LABELS)
+    set(GB_LABELS unit)
+  endif()
+  gtest_discover_tests(${name}
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    PROPERTIES LABELS "${GB_LABELS}" ENVIRONMENT "GB_SOURCE_DIR=${PROJECT_SOURCE_DIR};GB_BUILD_DIR=${CMAKE_BINARY_DIR}"
+    DISCOVERY_TIMEOUT 60)
+endfunction()

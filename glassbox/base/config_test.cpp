@@ -1,0 +1,105 @@
+#include "glassbox/base/config.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "glassbox/base/error.h"
+
+namespace glassbox {
+namespace {
+
+struct Inner {
+  std::vector<std::int64_t> hidden{256, 128};
+  std::string activation = "relu";
+  void visit(FieldVisitor& v) {
+    v.field("hidden", hidden, "hidden sizes");
+    v.choice("activation", activation, {"relu", "gelu", "tanh"}, "activation");
+  }
+};
+
+struct Outer {
+  std::int64_t max_epochs = 10;
+  double lr = 1e-3;
+  bool deterministic = false;
+  std::string name = "x";
+  Inner inner;
+  void visit(FieldVisitor& v) {
+    v.field("max_epochs", max_epochs, "");
+    v.field("lr", lr, "");
+    v.field("deterministic", deterministic, "");
+    v.field("name", name, "");
+    v.section("inner", [this](FieldVisitor& s) { inner.visit(s); });
+  }
+};
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.one_line();
+  }
+  return "<no error>";
+}
+
+TEST(Config, LoadsValuesAndOverrides) {
+  Outer o;
+  load_config("max_epochs = 3\nlr = 1\n[inner]\nhidden = [64]\n", "t.toml",
+              {"inner.activation=gelu", "deterministic=true", "name=hello"}, visit_fn(o));
+  EXPECT_EQ(o.max_epochs, 3);
+  EXPECT_DOUBLE_EQ(o.lr, 1.0);  // integers are accepted for floats
+  EXPECT_EQ(o.inner.hidden, std::vector<std::int64_t>{64});
+  EXPECT_EQ(o.inner.activation, "gelu");
+  EXPECT_TRUE(o.deterministic);
+  EXPECT_EQ(o.name, "hello");
+}
+
+TEST(Config, UnknownKeySuggestsNearest) {
+  Outer o;
+  const std::string msg = message_of([&] { load_config("max_epoch = 3\n", "t.toml", {}, visit_fn(o)); });
+  EXPECT_NE(msg.find("unknown key \"max_epoch\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean \"max_epochs\"?"), std::string::npos) << msg;
+  const std::string msg2 = message_of([&] { load_config("", "t.toml", {"inner.hiden=[3]"}, visit_fn(o)); });
+  EXPECT_NE(msg2.find("did you mean \"inner.hidden\"?"), std::string::npos) << msg2;
+}
+
+TEST(Config, WrongTypeNamesKeyAndTypes) {
+  Outer o;
+  const std::string msg = message_of([&] { load_config("max_epochs = \"ten\"\n", "t.toml", {}, visit_fn(o)); });
+  EXPECT_NE(msg.find("t.toml: max_epochs must be an integer, got a string ('ten')"), std::string::npos) << msg;
+  const std::string msg2 = message_of([&] { load_config("", "t.toml", {"inner.activation=relux"}, visit_fn(o)); });
+  EXPECT_NE(msg2.find("is not one of: relu, gelu, tanh"), std::string::npos) << msg2;
+  EXPECT_NE(msg2.find("did you mean \"relu\"?"), std::string::npos) << msg2;
+  EXPECT_EQ(o.inner.activation, "relu");
+}
+
+TEST(Config, SyntaxErrorGivesPosition) {
+  Outer o;
+  const std::string msg = message_of([&] { load_config("max_epochs = = 3\n", "t.toml", {}, visit_fn(o)); });
+  EXPECT_EQ(msg.rfind("t.toml:1:", 0), 0u) << msg;
+}
+
+TEST(Config, TomlAndJsonRoundTrip) {
+  Outer a;
+  a.max_epochs = 7;
+  a.lr = 0.25;
+  a.inner.hidden = {1, 2, 3};
+  a.inner.activation = "tanh";
+  Outer b;
+  load_config(to_toml(visit_fn(a)), "roundtrip", {}, visit_fn(b));
+  EXPECT_EQ(b.max_epochs, 7);
+  EXPECT_DOUBLE_EQ(b.lr, 0.25);
+  EXPECT_EQ(b.inner.hidden, a.inner.hidden);
+  EXPECT_EQ(b.inner.activation, "tanh");
+  Outer c;
+  from_json(to_json(visit_fn(a)), "json", visit_fn(c));
+  EXPECT_EQ(c.inner.hidden, a.inner.hidden);
+  EXPECT_DOUBLE_EQ(c.lr, 0.25);
+}
+
+TEST(Config, ClosestMatch) {
+  EXPECT_EQ(closest_match("lerning_rate", {"learning_rate", "momentum"}), "learning_rate");
+  EXPECT_EQ(closest_match("zzzzzz", {"learning_rate", "momentum"}), "");
+}
+
+}  // namespace
+}  // namespace glassbox
