@@ -1,0 +1,81 @@
+// Dataset: random access to samples, batched by index.
+//
+// In-memory data sets gather a whole batch with one index_select per tensor (never by stacking
+// samples one at a time). `get_batch` must be thread-safe: loader workers call it concurrently.
+//
+//   auto ds = std::make_shared<TensorDataset>(images, labels);  // images: [N, 1, 28, 28] float32
+//   Batch b = ds->get_batch(torch::tensor({0, 5, 17}));           // b.inputs: [3, 1, 28, 28]
+//
+// Ownership: datasets are shared (loaders and subsets hold shared_ptr<const Dataset>).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace glassbox::data {
+
+struct Batch {
+  at::Tensor inputs;   // [B, ...] float32 (or the dataset's dtype)
+  at::Tensor targets;  // [B] int64 class labels (or [B, ...] for other tasks)
+  at::Tensor indices;  // [B] int64 sample indices in the dataset the loader reads
+  std::int64_t batch_index = 0;  // position of the batch within its epoch
+  std::int64_t size() const { return indices.defined() ? indices.size(0) : 0; }
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::int64_t size() const = 0;
+  // indices: [B] int64, each in [0, size()). Thread-safe.
+  virtual Batch get_batch(const at::Tensor& indices) const = 0;
+  // Shape of one input sample, e.g. {1, 28, 28}.
+  virtual std::vector<std::int64_t> sample_shape() const = 0;
+  // Number of classes (max label + 1 for in-memory data), or 0 when unknown.
+  virtual std::int64_t num_classes() const { return 0; }
+  // All labels as one [N] int64 tensor when cheaply available (for statistics), else undefined.
+  virtual at::Tensor all_targets() const { return {}; }
+};
+
+// Inputs and targets held in memory. inputs: [N, ...], targets: [N] (same N).
+class TensorDataset final : public Dataset {
+ public:
+  TensorDataset(at::Tensor inputs, at::Tensor targets, std::int64_t num_classes = -1);
+  std::int64_t size() const override;
+  Batch get_batch(const at::Tensor& indices) const override;
+  std::vector<std::int64_t> sample_shape() const override;
+  std::int64_t num_classes() const override { return num_classes_; }
+  at::Tensor all_targets() const override { return targets_; }
+  const at::Tensor& inputs() const { return inputs_; }
+  const at::Tensor& targets() const { return targets_; }
+
+ private:
+  at::Tensor inputs_;
+  at::Tensor targets_;
+  std::int64_t num_classes_;
+};
+
+// A view of `base` restricted to `indices` ([M] int64). Batch indices are positions in the subset.
+class SubsetDataset final : public Dataset {
+ public:
+  SubsetDataset(std::shared_ptr<const Dataset> base, at::Tensor indices);
+  std::int64_t size() const override;
+  Batch get_batch(const at::Tensor& indices) const override;
+  std::vector<std::int64_t> sample_shape() const override { return base_->sample_shape(); }
+  std::int64_t num_classes() const override { return base_->num_classes(); }
+  at::Tensor all_targets() const override;
+  const at::Tensor& indices() const { return indices_; }
+
+ private:
+  std::shared_ptr<const Dataset> base_;
+  at::Tensor indices_;
+};
+
+// Seeded split of [0, n) into two disjoint index sets of sizes n - second and second
+// (the seeds' 55000/5000). The same seed gives the same split.
+std::pair<at::Tensor, at::Tensor> random_split_indices(std::int64_t n, std::int64_t second, std::uint64_t seed);
+
+}  // namespace glassbox::data

@@ -1,0 +1,68 @@
+// Data sources: where the train/validation/test splits come from.
+//
+//   [data]
+//   format = "mnist"                          # mnist (IDX folder) | npy | csv
+//   root = "/usr/share/datasets/fashion-mnist"
+//   val_size = 5000                           # carved from the training set with split_seed
+//
+//   DataOptions o;                 // defaults: Debian's Fashion-MNIST files
+//   Splits s = load_splits(o);     // s.train->size() == 55000, s.val 5000, s.test 10000
+//
+// Inputs come back as float32 [N, C, H, W] for images ([N, F] for tabular data), normalised with
+// the training split's mean/std unless `normalize = false` or mean/std are given. Labels int64 [N].
+// Every malformed file is a DataLoss/NotFound error naming the file and what is wrong.
+// Thread safety: load_splits is reentrant.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "glassbox/base/config.h"
+#include "glassbox/data/dataset.h"
+
+namespace glassbox::data {
+
+struct DataOptions {
+  std::string format = "mnist";
+  std::string root = "/usr/share/datasets/fashion-mnist";
+  // mnist: IDX file names under root; a ".gz" variant is used when the plain file is absent.
+  std::string train_images = "train-images-idx3-ubyte";
+  std::string train_labels = "train-labels-idx1-ubyte";
+  std::string test_images = "t10k-images-idx3-ubyte";
+  std::string test_labels = "t10k-labels-idx1-ubyte";
+  // npy: arrays (relative to root unless absolute); csv: files with feature columns + a label column.
+  std::string train_x = "train_x.npy";
+  std::string train_y = "train_y.npy";
+  std::string test_x = "test_x.npy";
+  std::string test_y = "test_y.npy";
+  std::string train_csv = "train.csv";
+  std::string test_csv = "test.csv";
+  std::string label_column = "label";  // csv: name of the label column (header required)
+  std::int64_t val_size = 5000;        // samples moved from train to validation
+  std::int64_t split_seed = 42;
+  std::int64_t limit_train = -1;       // use only the first N training samples (-1: all)
+  bool normalize = true;
+  std::vector<double> mean;  // per channel/feature; empty: computed on the training split
+  std::vector<double> std;
+  std::vector<std::string> class_names;  // empty: dataset defaults or "0".."K-1"
+
+  void visit(FieldVisitor& v);
+  void validate() const;
+};
+
+struct Splits {
+  std::shared_ptr<const Dataset> train;
+  std::shared_ptr<const Dataset> val;  // null when val_size == 0
+  std::shared_ptr<const Dataset> test;
+  std::int64_t num_classes = 0;
+  std::vector<std::string> class_names;
+  std::vector<double> mean;  // the normalisation applied (empty when none)
+  std::vector<double> std;
+  std::vector<std::int64_t> sample_shape;
+};
+
+Splits load_splits(const DataOptions& options);
+
+}  // namespace glassbox::data

@@ -1,0 +1,30 @@
+// Helpers linked only by tests: temporary directories, the source tree, the project's Python.
+//
+//   fs::path dir = glassbox::testing::temp_dir("loader");   // fresh, empty
+//   std::string out = glassbox::testing::run_python("tests/reference/schedulers.py", {"--json"});
+//
+// Thread safety: none; call from the test thread.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace glassbox::testing {
+
+namespace fs = std::filesystem;
+
+// The repository root (GB_SOURCE_DIR from CTest, or the compile-time source dir).
+fs::path source_dir();
+// A fresh, empty directory under the system temp dir, unique per process and name.
+fs::path temp_dir(const std::string& name);
+// Path to the project's Python (.venv/bin/python).
+fs::path python();
+// Runs `python <source_dir>/<script> args...` and returns its stdout; throws with stderr on failure.
+std::string run_python(const std::string& script, const std::vector<std::string>& args = {});
+// Runs a shell command; returns {exit status, stdout+stderr}.
+std::pair<int, std::string> run_command(const std::string& command);
+// Path of a built executable (e.g. "glassbox/cli/glassbox") under the build dir.
+fs::path build_path(const std::string& relative);
+
+}  // namespace glassbox::testing
