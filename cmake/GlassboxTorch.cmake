@@ -25,7 +25,9 @@ set(_gb_lib "${GB_TORCH_ROOT}/lib")
 add_library(gb_torch INTERFACE)
 target_include_directories(gb_torch SYSTEM INTERFACE
   "${GB_TORCH_ROOT}/include" "${GB_TORCH_ROOT}/include/torch/csrc/api/include")
-target_compile_definitions(gb_torch INTERFACE _GLIBCXX_USE_CXX11_ABI=1)
+# LibTorch ships fmt 11 headers in its include directory, which shadow Debian's fmt 9 for every
+# target that sees them; use them header-only so no library version has to match.
+target_compile_definitions(gb_torch INTERFACE _GLIBCXX_USE_CXX11_ABI=1 FMT_HEADER_ONLY=1)
 # libtorch.so and libtorch_cpu.so export their own copies of std::filesystem functions (built with
 # a newer libstdc++); whichever library is loaded first wins symbol lookup, and theirs crash when
 # called from our code. Linking libstdc++ ahead of them makes the system's definitions win.

@@ -44,8 +44,8 @@ std::string describe(const toml::node& n) {
 // Reads fields from a TOML table; remembers which keys were consumed.
 class TomlReader final : public FieldVisitor {
  public:
-  TomlReader(const toml::table& table, std::string prefix, std::string source)
-      : table_(table), prefix_(std::move(prefix)), source_(std::move(source)) {}
+  TomlReader(const toml::table& table, std::string prefix, std::string source, const std::set<std::string>* overridden = nullptr)
+      : table_(table), prefix_(std::move(prefix)), source_(std::move(source)), overridden_(overridden) {}
 
   void field(std::string_view name, std::int64_t& value, std::string_view) override {
     if (const toml::node* n = take(name)) {
@@ -149,7 +149,7 @@ class TomlReader final : public FieldVisitor {
       for (const auto& o : options) list += (list.empty() ? "" : ", ") + o;
       std::string near = closest_match(v, options);
       GB_THROW(InvalidArgument,
-               source_ << ": " << join_key(prefix_, name) << " = \"" << v << "\" is not one of: " << list,
+               origin(name) << ": " << join_key(prefix_, name) << " = \"" << v << "\" is not one of: " << list,
                near.empty() ? "use one of the listed values" : "did you mean \"" + near + "\"?");
     }
     value = v;
@@ -164,7 +164,7 @@ class TomlReader final : public FieldVisitor {
       if (sub == nullptr) type_error(name, "a table", *n);
       consumed_.insert(std::string(name));
     }
-    TomlReader reader(*sub, join_key(prefix_, name), source_);
+    TomlReader reader(*sub, join_key(prefix_, name), source_, overridden_);
     body(reader);
     reader.finish();
   }
@@ -176,7 +176,7 @@ class TomlReader final : public FieldVisitor {
       if (consumed_.count(k) != 0) continue;
       std::string near = closest_match(k, known_);
       std::string where = prefix_.empty() ? "the top level" : "[" + prefix_ + "]";
-      GB_THROW(InvalidArgument, source_ << ": unknown key \"" << join_key(prefix_, k) << "\" in " << where,
+      GB_THROW(InvalidArgument, origin(k) << ": unknown key \"" << join_key(prefix_, k) << "\" in " << where,
                near.empty() ? "remove it; see docs/configuration.md for the keys"
                             : "did you mean \"" + join_key(prefix_, near) + "\"?");
     }
@@ -191,13 +191,24 @@ class TomlReader final : public FieldVisitor {
   }
   [[noreturn]] void type_error(std::string_view name, std::string_view expected, const toml::node& got) const {
     GB_THROW(InvalidArgument,
-             source_ << ": " << join_key(prefix_, name) << " must be " << expected << ", got " << describe(got),
+             origin(name) << ": " << join_key(prefix_, name) << " must be " << expected << ", got " << describe(got),
              "fix the value of " + join_key(prefix_, name));
+  }
+
+  // Where a key's value came from: "--set" for an override, else the file.
+  std::string origin(std::string_view name) const {
+    if (overridden_ != nullptr) {
+      const std::string full = join_key(prefix_, name);
+      for (const auto& o : *overridden_)
+        if (o == full || o.rfind(full + ".", 0) == 0) return "--set " + o;
+    }
+    return source_;
   }
 
   const toml::table& table_;
   std::string prefix_;
   std::string source_;
+  const std::set<std::string>* overridden_;
   std::vector<std::string> known_;
   std::set<std::string> consumed_;
 };
@@ -332,8 +343,14 @@ void load_config(std::string_view toml_text, std::string_view source, const std:
     GB_THROW(InvalidArgument, source << ":" << where.line << ":" << where.column << ": " << e.description(),
              "fix the TOML syntax at that position");
   }
-  for (const auto& o : overrides) apply_override(root, o);
-  TomlReader reader(root, "", std::string(source));
+  std::set<std::string> overridden;
+  for (const auto& o : overrides) {
+    apply_override(root, o);
+    std::string key = o.substr(0, o.find('='));
+    key.erase(key.find_last_not_of(' ') + 1);
+    overridden.insert(key);
+  }
+  TomlReader reader(root, "", std::string(source), &overridden);
   visit(reader);
   reader.finish();
 }

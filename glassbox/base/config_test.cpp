@@ -60,6 +60,7 @@ TEST(Config, UnknownKeySuggestsNearest) {
   EXPECT_NE(msg.find("did you mean \"max_epochs\"?"), std::string::npos) << msg;
   const std::string msg2 = message_of([&] { load_config("", "t.toml", {"inner.hiden=[3]"}, visit_fn(o)); });
   EXPECT_NE(msg2.find("did you mean \"inner.hidden\"?"), std::string::npos) << msg2;
+  EXPECT_EQ(msg2.rfind("--set inner.hiden: unknown key", 0), 0u) << msg2;
 }
 
 TEST(Config, WrongTypeNamesKeyAndTypes) {

@@ -1,0 +1,72 @@
+"""Anchor for `glassbox bench train`: the same loop under PyTorch Lightning's Trainer.
+
+Logging, checkpointing, progress bar and model summary are off (Lightning's barebones-like
+setup), so the figure is Lightning's own loop overhead on top of PyTorch. Prints {"sps": ...}.
+"""
+import argparse
+import json
+import logging
+import time
+import warnings
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+import pytorch_lightning as pl
+
+from python_loop import build
+
+
+class Task(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.model = build([512, 256], 10, 784)
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def training_step(self, batch, batch_idx):
+        xb, yb = batch
+        return self.loss_fn(self.model(xb), yb)
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=1e-3, weight_decay=0.01)
+
+
+class Clock(pl.Callback):
+    def __init__(self, warmup):
+        self.warmup, self.t0, self.count = warmup, None, 0
+
+    def on_train_batch_end(self, trainer, *args):
+        self.count += 1
+        if self.count == self.warmup:
+            self.t0 = time.perf_counter()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--samples", type=int, default=8192)
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    x = torch.randn(args.samples, 1, 28, 28)
+    y = torch.randint(0, 10, (args.samples,))
+    loader = DataLoader(TensorDataset(x, y), batch_size=args.batch_size, shuffle=True, num_workers=0)
+    clock = Clock(args.warmup)
+    trainer = pl.Trainer(max_steps=args.warmup + args.steps, accelerator="cpu", devices=1, logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                         num_sanity_val_steps=0, callbacks=[clock])
+    trainer.fit(Task(), loader)
+    dt = time.perf_counter() - clock.t0
+    steps = clock.count - args.warmup
+    print(json.dumps({"sps": steps * args.batch_size / dt, "seconds": dt, "lightning": pl.__version__}))
+
+
+if __name__ == "__main__":
+    main()

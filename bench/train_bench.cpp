@@ -1,0 +1,165 @@
+#include "bench/train_bench.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include <torch/torch.h>
+
+#include "glassbox/base/error.h"
+#include "glassbox/nn/registry.h"
+#include "glassbox/train/trainer.h"
+
+namespace glassbox::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::int64_t kSamples = 8192;
+
+// Synthetic in-memory data of Fashion-MNIST's shape, identical for every measurement.
+class SyntheticData final : public train::DataModule {
+ public:
+  explicit SyntheticData(std::int64_t batch_size) {
+    torch::manual_seed(0);
+    set_ = std::make_shared<data::TensorDataset>(torch::randn({kSamples, 1, 28, 28}), torch::randint(0, 10, {kSamples}, torch::kLong), 10);
+    opts_.batch_size = batch_size;
+    opts_.shuffle = true;
+    opts_.drop_last = true;
+  }
+  void setup() override {}
+  train::DataInfo info() const override { return {{1, 28, 28}, 10, {}, {}, {}}; }
+  std::shared_ptr<const data::Dataset> train_dataset() const override { return set_; }
+  std::shared_ptr<const data::Dataset> val_dataset() const override { return nullptr; }
+  std::shared_ptr<const data::Dataset> test_dataset() const override { return nullptr; }
+  data::LoaderOptions train_loader_options() const override { return opts_; }
+  data::LoaderOptions eval_loader_options() const override { return opts_; }
+  const data::TensorDataset& set() const { return *set_; }
+
+ private:
+  std::shared_ptr<data::TensorDataset> set_;
+  data::LoaderOptions opts_;
+};
+
+nn::ModelOptions mlp_options() {
+  nn::ModelOptions m;
+  m.name = "mlp";
+  m.mlp.hidden = {512, 256};
+  m.mlp.norm = "batchnorm";
+  m.mlp.dropout = 0.2;
+  return m;
+}
+
+train::OptimizerOptions adamw() {
+  train::OptimizerOptions o;
+  o.name = "adamw";
+  o.lr = 1e-3;
+  o.weight_decay = 0.01;
+  return o;
+}
+
+double measure_trainer(const TrainBenchOptions& o, SyntheticData& data) {
+  torch::manual_seed(0);
+  train::ClassificationTask task(nn::make_model(mlp_options(), nn::ModelShape{{1, 28, 28}, 10}), nn::Loss(nn::LossOptions{}, 10));
+  auto run = [&](std::int64_t steps) {
+    train::TrainerOptions t;
+    t.max_epochs = -1;
+    t.max_steps = steps;
+    t.num_sanity_val_steps = 0;
+    t.enable_progress_bar = false;
+    t.enable_model_summary = false;
+    t.enable_checkpointing = false;
+    t.device = "cpu";
+    t.log_every_n_steps = 50;
+    train::Trainer trainer(t, adamw(), train::SchedulerOptions{});
+    const auto t0 = Clock::now();
+    trainer.fit(task, data);
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  run(o.warmup);
+  const double s = run(o.steps);
+  return static_cast<double>(o.steps * o.batch_size) / s;
+}
+
+double measure_raw(const TrainBenchOptions& o, SyntheticData& data) {
+  torch::manual_seed(0);
+  namespace tnn = torch::nn;
+  tnn::Sequential model(tnn::Flatten(), tnn::Linear(784, 512), tnn::BatchNorm1d(512), tnn::ReLU(), tnn::Dropout(0.2), tnn::Linear(512, 256),
+                        tnn::BatchNorm1d(256), tnn::ReLU(), tnn::Dropout(0.2), tnn::Linear(256, 10));
+  torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3).weight_decay(0.01));
+  model->train();
+  const auto& x = data.set().inputs();
+  const auto& y = data.set().targets();
+  const std::int64_t nb = kSamples / o.batch_size;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
+  at::Tensor perm = torch::randperm(kSamples, gen, torch::kLong);
+  auto run = [&](std::int64_t steps) {
+    const auto t0 = Clock::now();
+    for (std::int64_t s = 0; s < steps; ++s) {
+      const std::int64_t b = s % nb;
+      at::Tensor idx = perm.slice(0, b * o.batch_size, (b + 1) * o.batch_size);
+      at::Tensor xb = x.index_select(0, idx), yb = y.index_select(0, idx);
+      opt.zero_grad();
+      at::Tensor loss = torch::nn::functional::cross_entropy(model->forward(xb), yb);
+      loss.backward();
+      opt.step();
+    }
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  run(o.warmup);
+  return static_cast<double>(o.steps * o.batch_size) / run(o.steps);
+}
+
+double measure_python(const TrainBenchOptions& o, const std::string& script) {
+  const std::string cmd = "'" + o.python + "' '" + o.source_dir + "/bench/" + script + "' --steps " + std::to_string(o.steps) + " --warmup " +
+                          std::to_string(o.warmup) + " --batch-size " + std::to_string(o.batch_size) + " --threads " + std::to_string(o.threads) +
+                          " 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  GB_CHECK(p != nullptr, Unavailable, "cannot run " << cmd, "run scripts/setup to create .venv");
+  std::string out;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = ::pclose(p);
+  GB_CHECK(rc == 0, Unavailable, "bench/" << script << " failed (exit " << rc << ")", "run scripts/setup; check that .venv has torch and pytorch-lightning");
+  const auto last = out.find_last_of('{');
+  GB_CHECK(last != std::string::npos, Internal, "bench/" << script << " printed no JSON", "run it by hand to see why");
+  return nlohmann::json::parse(out.substr(last)).at("sps").get<double>();
+}
+
+}  // namespace
+
+nlohmann::json run_train_bench(const TrainBenchOptions& in) {
+  TrainBenchOptions o = in;
+  if (o.source_dir.empty()) o.source_dir = GB_BENCH_SOURCE_DIR;
+  if (o.python.empty()) o.python = o.source_dir + "/.venv/bin/python";
+  torch::set_num_threads(static_cast<int>(o.threads));
+  SyntheticData data(o.batch_size);
+  double trainer = 0, raw = 0, python = 0, lightning = 0;
+  for (std::int64_t r = 0; r < o.repeats; ++r) {
+    // Interleaved so that machine noise hits every measurement alike.
+    raw = std::max(raw, measure_raw(o, data));
+    trainer = std::max(trainer, measure_trainer(o, data));
+    if (!o.skip_python) {
+      python = std::max(python, measure_python(o, "python_loop.py"));
+      lightning = std::max(lightning, measure_python(o, "lightning_loop.py"));
+    }
+  }
+  nlohmann::json j;
+  j["model"] = "mlp 784-512-256-10 (batchnorm, dropout 0.2), adamw";
+  j["batch_size"] = o.batch_size;
+  j["threads"] = o.threads;
+  j["steps"] = o.steps;
+  j["repeats"] = o.repeats;
+  j["trainer_sps"] = trainer;
+  j["raw_sps"] = raw;
+  j["trainer_vs_raw"] = trainer / raw;
+  if (!o.skip_python) {
+    j["python_sps"] = python;
+    j["lightning_sps"] = lightning;
+    j["trainer_vs_python"] = trainer / python;
+    j["trainer_vs_lightning"] = trainer / lightning;
+  }
+  return j;
+}
+
+}  // namespace glassbox::bench

@@ -1,0 +1,119 @@
+// End-to-end tests of the glassbox binary: exit codes, one-line errors, files left untouched.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "glassbox/base/files.h"
+#include "glassbox/testing/testing.h"
+
+namespace glassbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string gb() { return testing::build_path("glassbox/cli/glassbox").string(); }
+
+// Small, fast settings on the real Fashion-MNIST files.
+const std::string kSmall =
+    " --set data.limit_train=3000 --set data.val_size=500 --set trainer.max_epochs=1 --set trainer.enable_progress_bar=false"
+    " --set trainer.enable_model_summary=false";
+
+int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(Cli, HelpListsCommands) {
+  auto [rc, out] = testing::run_command(gb() + " --help");
+  EXPECT_EQ(rc, 0);
+  for (const char* c : {"quickstart", "train", "bench"}) EXPECT_NE(out.find(c), std::string::npos) << out;
+  auto [rc2, out2] = testing::run_command(gb() + " train --help");
+  EXPECT_EQ(rc2, 0);
+  EXPECT_NE(out2.find("--resume"), std::string::npos);
+  EXPECT_NE(out2.find("Examples"), std::string::npos);
+}
+
+TEST(Cli, UnknownConfigKeyIsOneLineWithSuggestion) {
+  auto [rc, out] = testing::run_command(gb() + " train --set trainer.max_epoch=3");
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("error: --set trainer.max_epoch: unknown key \"trainer.max_epoch\" in [trainer] (hint: did you mean \"trainer.max_epochs\"?)"), std::string::npos) << out;
+}
+
+TEST(Cli, ConfigErrorsExitTwo) {
+  const fs::path dir = testing::temp_dir("cli_cfg");
+  write_file_atomic(dir / "bad.toml", "[trainer]\nmax_epochs = \"ten\"\n");
+  auto [rc, out] = testing::run_command(gb() + " train " + (dir / "bad.toml").string());
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("trainer.max_epochs must be an integer, got a string ('ten')"), std::string::npos) << out;
+  EXPECT_EQ(count_lines(out.substr(out.find("error:"))), 1) << out;
+  auto [rc2, out2] = testing::run_command(gb() + " train --set optim.lr=-1");
+  EXPECT_EQ(rc2, 2) << out2;
+  EXPECT_NE(out2.find("optim.lr must be a finite number >= 0, got -1"), std::string::npos) << out2;
+  auto [rc3, out3] = testing::run_command(gb() + " train --set model.name=resnet19");
+  EXPECT_EQ(rc3, 2) << out3;
+  EXPECT_NE(out3.find("did you mean \"resnet18\"?"), std::string::npos) << out3;
+  auto [rc4, out4] = testing::run_command(gb() + " train " + (dir / "missing.toml").string());
+  EXPECT_EQ(rc4, 2) << out4;
+}
+
+TEST(Cli, MissingDataNamesThePath) {
+  const fs::path dir = testing::temp_dir("cli_nodata");
+  auto [rc, out] = testing::run_command(gb() + " train --set data.root=" + (dir / "nowhere").string() + " --run-dir " + (dir / "run").string());
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find((dir / "nowhere").string()), std::string::npos) << out;
+}
+
+TEST(Cli, CorruptDataFileIsDataLoss) {
+  const fs::path dir = testing::temp_dir("cli_corrupt");
+  const fs::path src = "/usr/share/datasets/fashion-mnist";
+  for (const char* f : {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) fs::copy_file(src / f, dir / f);
+  const std::string images = read_file(src / "train-images-idx3-ubyte.gz");
+  write_file_atomic(dir / "train-images-idx3-ubyte.gz", images.substr(0, images.size() / 2));
+  auto [rc, out] = testing::run_command(gb() + " train --set data.root=" + dir.string() + " --run-dir " + (dir / "run").string());
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("train-images-idx3-ubyte.gz"), std::string::npos) << out;
+  EXPECT_EQ(read_file(dir / "train-images-idx3-ubyte.gz").size(), images.size() / 2);  // untouched
+}
+
+TEST(Cli, TrainWritesRunDirectoryAndRefusesToOverwrite) {
+  const fs::path dir = testing::temp_dir("cli_run");
+  const fs::path run = dir / "run";
+  auto [rc, out] = testing::run_command(gb() + " train --run-dir " + run.string() + kSmall);
+  ASSERT_EQ(rc, 0) << out;
+  for (const char* f : {"config.toml", "metrics.jsonl", "metrics.csv", "summary.json", "checkpoints/last.ckpt/model.safetensors"})
+    EXPECT_TRUE(fs::exists(run / f)) << f;
+  const auto summary = nlohmann::json::parse(read_file(run / "summary.json"));
+  for (const char* k : {"best_checkpoint", "wall_seconds", "train_samples_per_second"}) EXPECT_TRUE(summary.contains(k)) << k;
+  EXPECT_GT(summary["test"]["accuracy"].get<double>(), 0.6);
+  EXPECT_EQ(summary["test"]["samples"].get<int>(), 10000);
+  // The effective config has the overrides.
+  EXPECT_NE(read_file(run / "config.toml").find("limit_train = 3000"), std::string::npos);
+
+  const std::string summary_before = read_file(run / "summary.json");
+  auto [rc2, out2] = testing::run_command(gb() + " train --run-dir " + run.string() + kSmall);
+  EXPECT_EQ(rc2, 2) << out2;
+  EXPECT_NE(out2.find("already exists (hint: pass --overwrite"), std::string::npos) << out2;
+  EXPECT_EQ(read_file(run / "summary.json"), summary_before);
+
+  // A checkpoint of another architecture names the tensors that do not fit, and changes nothing.
+  const std::string ckpt = (run / "checkpoints" / "last.ckpt").string();
+  const std::string weights_before = read_file(run / "checkpoints" / "last.ckpt" / "model.safetensors");
+  auto [rc3, out3] = testing::run_command(gb() + " train --resume " + ckpt + kSmall + " --set model.mlp.hidden=[64]");
+  EXPECT_EQ(rc3, 2) << out3;
+  EXPECT_NE(out3.find("shape mismatch: body.fc0.weight"), std::string::npos) << out3;
+  EXPECT_EQ(read_file(run / "checkpoints" / "last.ckpt" / "model.safetensors"), weights_before);
+
+  // A truncated checkpoint is reported as such.
+  const fs::path broken = dir / "broken.ckpt";
+  fs::copy(run / "checkpoints" / "last.ckpt", broken, fs::copy_options::recursive);
+  write_file_atomic(broken / "model.safetensors", weights_before.substr(0, weights_before.size() - 100));
+  auto [rc4, out4] = testing::run_command(gb() + " train --resume " + broken.string() + " --run-dir " + (dir / "r4").string() + kSmall);
+  EXPECT_EQ(rc4, 2) << out4;
+  EXPECT_NE(out4.find("lies past the end"), std::string::npos) << out4;
+}
+
+TEST(Cli, FastDevRunWritesNothing) {
+  const fs::path dir = testing::temp_dir("cli_fdr");
+  auto [rc, out] = testing::run_command(gb() + " train --run-dir " + (dir / "run").string() + " --set trainer.fast_dev_run=2" + kSmall);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_FALSE(fs::exists(dir / "run" / "checkpoints"));
+}
+
+}  // namespace
+}  // namespace glassbox

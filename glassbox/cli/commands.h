@@ -1,0 +1,23 @@
+// The glassbox command line: one file per subcommand, each registering itself on the CLI11 app.
+// Subcommands are thin: parse flags -> options -> a library call.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace glassbox::cli {
+
+// Each add_* registers a subcommand; the callback it installs runs the command and may throw
+// glassbox::Error (mapped to exit codes in main).
+void add_train(CLI::App& app);
+void add_quickstart(CLI::App& app);
+void add_bench(CLI::App& app);
+
+// The quickstart configuration embedded in the binary (configs/quickstart.toml at build time).
+const char* embedded_quickstart_config();
+
+}  // namespace glassbox::cli

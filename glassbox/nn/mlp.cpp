@@ -1,0 +1,58 @@
+#include "glassbox/nn/mlp.h"
+
+#include <torch/torch.h>
+
+#include "glassbox/base/error.h"
+
+namespace glassbox::nn {
+
+void MlpOptions::visit(FieldVisitor& v) {
+  v.field("hidden", hidden, "hidden layer sizes, input to output");
+  v.choice("activation", activation, {"relu", "gelu", "tanh", "silu", "leaky_relu"}, "activation after each hidden layer");
+  v.field("dropout", dropout, "dropout probability after each hidden activation");
+  v.choice("norm", norm, {"none", "batchnorm", "layernorm"}, "normalisation after each hidden linear layer");
+  v.field("bn_momentum", bn_momentum, "BatchNorm running-statistics momentum");
+}
+
+void MlpOptions::validate() const {
+  for (auto h : hidden) GB_CHECK(h > 0, InvalidArgument, "model.mlp.hidden sizes must be positive, got " << h, "use e.g. [256, 128]");
+  GB_CHECK(dropout >= 0 && dropout < 1, InvalidArgument, "model.mlp.dropout must be in [0, 1), got " << dropout, "use e.g. 0.1");
+  GB_CHECK(bn_momentum > 0 && bn_momentum <= 1, InvalidArgument, "model.mlp.bn_momentum must be in (0, 1], got " << bn_momentum,
+           "use 0.1 (PyTorch's default)");
+}
+
+torch::nn::AnyModule make_activation(const std::string& name) {
+  if (name == "relu") return torch::nn::AnyModule(torch::nn::ReLU());
+  if (name == "gelu") return torch::nn::AnyModule(torch::nn::GELU());
+  if (name == "tanh") return torch::nn::AnyModule(torch::nn::Tanh());
+  if (name == "silu") return torch::nn::AnyModule(torch::nn::SiLU());
+  if (name == "leaky_relu") return torch::nn::AnyModule(torch::nn::LeakyReLU());
+  GB_THROW(InvalidArgument, "unknown activation \"" << name << "\"", "use relu, gelu, tanh, silu or leaky_relu");
+}
+
+MlpImpl::MlpImpl(const MlpOptions& options, const ModelShape& shape) {
+  options.validate();
+  std::int64_t in = 1;
+  for (auto d : shape.input_shape) in *= d;
+  torch::nn::Sequential seq;
+  seq->push_back("flatten", torch::nn::Flatten());
+  for (std::size_t i = 0; i < options.hidden.size(); ++i) {
+    const std::int64_t out = options.hidden[i];
+    const std::string p = std::to_string(i);
+    seq->push_back("fc" + p, torch::nn::Linear(in, out));
+    if (options.norm == "batchnorm") {
+      seq->push_back("bn" + p, torch::nn::BatchNorm1d(torch::nn::BatchNorm1dOptions(out).momentum(options.bn_momentum)));
+    } else if (options.norm == "layernorm") {
+      seq->push_back("ln" + p, torch::nn::LayerNorm(torch::nn::LayerNormOptions({out})));
+    }
+    seq->push_back("act" + p, make_activation(options.activation));
+    if (options.dropout > 0) seq->push_back("drop" + p, torch::nn::Dropout(options.dropout));
+    in = out;
+  }
+  seq->push_back("head", torch::nn::Linear(in, shape.num_classes));
+  body_ = register_module("body", seq);
+}
+
+at::Tensor MlpImpl::forward(const at::Tensor& x) { return body_->forward(x); }
+
+}  // namespace glassbox::nn

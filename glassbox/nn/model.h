@@ -1,0 +1,54 @@
+// Model: the interface behind which glassbox holds "any model" — a zoo model or a user's module.
+//
+//   std::unique_ptr<Model> m = make_model(opts, ModelShape{{1, 28, 28}, 10});
+//   at::Tensor logits = m->forward(x);        // x: [N, 1, 28, 28] float32 -> [N, 10]
+//   m->module()->named_parameters();          // the underlying torch::nn::Module
+//
+// Ownership: a Model owns its module through a shared_ptr (LibTorch's modules are shared).
+// Thread safety: forward on one module from several threads is safe only in eval mode with
+// no_grad; training is single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include "glassbox/base/config.h"
+
+namespace glassbox::nn {
+
+// What a model is built for: one input sample's shape and the number of outputs.
+struct ModelShape {
+  std::vector<std::int64_t> input_shape;  // e.g. {1, 28, 28} or {F}
+  std::int64_t num_classes = 10;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual at::Tensor forward(const at::Tensor& x) = 0;
+  virtual std::shared_ptr<torch::nn::Module> module() = 0;
+  virtual std::string name() const = 0;
+};
+
+// Wraps a TORCH_MODULE holder (e.g. Mlp) whose forward takes one tensor.
+template <class Holder>
+class ModuleModel final : public Model {
+ public:
+  ModuleModel(std::string name, Holder holder) : name_(std::move(name)), holder_(std::move(holder)) {}
+  at::Tensor forward(const at::Tensor& x) override { return holder_->forward(x); }
+  std::shared_ptr<torch::nn::Module> module() override { return holder_.ptr(); }
+  std::string name() const override { return name_; }
+  Holder& holder() { return holder_; }
+
+ private:
+  std::string name_;
+  Holder holder_;
+};
+
+}  // namespace glassbox::nn

@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "glassbox/base/error.h"
+#include "glassbox/nn/losses.h"
+#include "glassbox/nn/registry.h"
+#include "glassbox/testing/testing.h"
+
+namespace glassbox::nn {
+namespace {
+
+TEST(Zoo, BuildsEveryModelWithTheRightOutputShape) {
+  for (const std::string name : {"mlp", "cnn", "resnet18"}) {
+    ModelOptions o;
+    o.name = name;
+    auto m = make_model(o, ModelShape{{1, 28, 28}, 10});
+    m->module()->eval();
+    torch::NoGradGuard ng;
+    at::Tensor y = m->forward(torch::randn({3, 1, 28, 28}));
+    EXPECT_EQ(y.sizes(), (std::vector<std::int64_t>{3, 10})) << name;
+  }
+}
+
+TEST(Zoo, ResNet18MatchesTorchvisionParameterCount) {
+  // torchvision.models.resnet18(num_classes=10): 11,181,642 parameters.
+  ModelOptions o;
+  o.name = "resnet18";
+  o.resnet18.stem = "imagenet";
+  auto m = make_model(o, ModelShape{{3, 64, 64}, 10});
+  EXPECT_EQ(count_parameters(*m->module(), false), 11181642);
+  auto params = m->module()->named_parameters();
+  EXPECT_TRUE(params.contains("layer2.0.downsample.0.weight"));
+  EXPECT_TRUE(params.contains("fc.bias"));
+}
+
+TEST(Zoo, MlpLayersFollowOptions) {
+  ModelOptions o;
+  o.mlp.hidden = {64, 32};
+  o.mlp.norm = "batchnorm";
+  o.mlp.dropout = 0.5;
+  auto m = make_model(o, ModelShape{{20}, 4});
+  // 20*64+64 + BN(64: 2*64) + 64*32+32 + BN(32) + 32*4+4
+  EXPECT_EQ(count_parameters(*m->module(), false), 20 * 64 + 64 + 128 + 64 * 32 + 32 + 64 + 32 * 4 + 4);
+}
+
+TEST(Zoo, CnnGroupNormAndMomentum) {
+  ModelOptions o;
+  o.name = "cnn";
+  o.cnn.norm = "groupnorm";
+  o.cnn.groups = 4;
+  auto m = make_model(o, ModelShape{{3, 32, 32}, 7});
+  EXPECT_TRUE(m->module()->named_parameters().contains("features.gn0_0.weight"));
+  o.cnn.groups = 5;
+  EXPECT_THROW(make_model(o, ModelShape{{3, 32, 32}, 7}), Error);
+  o.cnn.norm = "batchnorm";
+  o.cnn.bn_momentum = 0.01;
+  m = make_model(o, ModelShape{{3, 32, 32}, 7});
+  int bns = 0;
+  for (auto& sub : m->module()->modules(false)) {
+    if (auto* bn = sub->as<torch::nn::BatchNorm2d>()) {
+      EXPECT_DOUBLE_EQ(bn->options.momentum().value(), 0.01);
+      ++bns;
+    }
+  }
+  EXPECT_EQ(bns, 4);
+}
+
+TEST(Zoo, UnknownModelSuggestsName) {
+  ModelOptions o;
+  o.name = "resnet19";
+  try {
+    make_model(o, ModelShape{{1, 28, 28}, 10});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_NE(e.one_line().find("did you mean \"resnet18\"?"), std::string::npos) << e.one_line();
+  }
+}
+
+TEST(Zoo, UserModelsRegister) {
+  register_model("linear_probe", [](const ModelOptions&, const ModelShape& s) -> std::unique_ptr<Model> {
+    return std::make_unique<ModuleModel<torch::nn::Linear>>("linear_probe", torch::nn::Linear(s.input_shape[0], s.num_classes));
+  });
+  ModelOptions o;
+  o.name = "linear_probe";
+  auto m = make_model(o, ModelShape{{6}, 3});
+  EXPECT_EQ(m->forward(torch::randn({2, 6})).size(1), 3);
+}
+
+TEST(LossReference, MatchesPyTorch) {
+  const auto j = nlohmann::json::parse(testing::run_python("tests/reference/losses.py"));
+  std::vector<float> flat;
+  for (const auto& row : j["logits"])
+    for (const auto& v : row) flat.push_back(v.get<float>());
+  const auto n = static_cast<std::int64_t>(j["logits"].size());
+  at::Tensor logits = torch::tensor(flat).reshape({n, -1});
+  at::Tensor targets = torch::tensor(j["targets"].get<std::vector<std::int64_t>>());
+  int checked = 0;
+  for (const auto& c : j["cases"]) {
+    LossOptions o;
+    o.name = c["name"];
+    o.reduction = c["reduction"];
+    if (o.name == "cross_entropy") {
+      o.label_smoothing = c["label_smoothing"];
+      o.class_weights = c["class_weights"].get<std::vector<double>>();
+    } else {
+      o.alpha = c["alpha"];
+      o.gamma = c["gamma"];
+    }
+    Loss loss(o, logits.size(1));
+    at::Tensor got = loss(logits, targets).reshape({-1});
+    const auto want = c["value"].get<std::vector<double>>();
+    ASSERT_EQ(got.numel(), static_cast<std::int64_t>(want.size()));
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_NEAR(got[static_cast<std::int64_t>(i)].item<double>(), want[i], 1e-5 * std::max(1.0, std::abs(want[i]))) << c.dump();
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 24);
+}
+
+TEST(Loss, RejectsBadOptions) {
+  LossOptions o;
+  o.class_weights = {1, 2};
+  EXPECT_THROW(Loss(o, 3), Error);
+  LossOptions f;
+  f.name = "focal";
+  f.label_smoothing = 0.1;
+  EXPECT_THROW(Loss(f, 3), Error);
+}
+
+}  // namespace
+}  // namespace glassbox::nn

@@ -1,0 +1,40 @@
+#include "glassbox/train/datamodule.h"
+
+#include "glassbox/base/error.h"
+
+namespace glassbox::train {
+
+void DataModuleOptions::visit(FieldVisitor& v) {
+  source.visit(v);
+  v.field("eval_batch_size", eval_batch_size, "batch size for validation and test (0: twice the training batch size)");
+  v.section("loader", [this](FieldVisitor& s) { loader.visit(s); });
+}
+
+void DataModuleOptions::validate() const {
+  source.validate();
+  loader.validate();
+  GB_CHECK(eval_batch_size >= 0, InvalidArgument, "data.eval_batch_size must be >= 0, got " << eval_batch_size, "use 0 for the default");
+}
+
+StandardDataModule::StandardDataModule(DataModuleOptions options) : options_(std::move(options)) { options_.validate(); }
+
+void StandardDataModule::setup() {
+  if (ready_) return;
+  splits_ = data::load_splits(options_.source);
+  ready_ = true;
+}
+
+DataInfo StandardDataModule::info() const {
+  GB_CHECK(ready_, FailedPrecondition, "DataModule::info() before setup()", "call setup() first");
+  return DataInfo{splits_.sample_shape, splits_.num_classes, splits_.class_names, splits_.mean, splits_.std};
+}
+
+data::LoaderOptions StandardDataModule::eval_loader_options() const {
+  data::LoaderOptions o = options_.loader;
+  o.shuffle = false;
+  o.drop_last = false;
+  o.batch_size = options_.eval_batch_size > 0 ? options_.eval_batch_size : 2 * options_.loader.batch_size;
+  return o;
+}
+
+}  // namespace glassbox::train

@@ -1,0 +1,70 @@
+// DataModule: where the data comes from and how it is batched, separated from the model
+// (TaskModule). Changing the data never touches model code.
+//
+//   StandardDataModule dm(options);   // [data] + [data.loader] sections of the config
+//   dm.setup();
+//   auto train = dm.train_dataset();  // shared_ptr<const data::Dataset>
+//
+// Thread safety: setup() once, then read-only.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "glassbox/base/config.h"
+#include "glassbox/data/dataset.h"
+#include "glassbox/data/loader.h"
+#include "glassbox/data/source.h"
+
+namespace glassbox::train {
+
+// What a model needs to know about the data.
+struct DataInfo {
+  std::vector<std::int64_t> sample_shape;
+  std::int64_t num_classes = 0;
+  std::vector<std::string> class_names;
+  std::vector<double> mean, std;
+};
+
+class DataModule {
+ public:
+  virtual ~DataModule() = default;
+  virtual void setup() = 0;
+  virtual DataInfo info() const = 0;
+  virtual std::shared_ptr<const data::Dataset> train_dataset() const = 0;
+  virtual std::shared_ptr<const data::Dataset> val_dataset() const = 0;  // may be null
+  virtual std::shared_ptr<const data::Dataset> test_dataset() const = 0;  // may be null
+  // Loader options for the training split; evaluation splits use eval_loader_options().
+  virtual data::LoaderOptions train_loader_options() const = 0;
+  virtual data::LoaderOptions eval_loader_options() const = 0;
+};
+
+struct DataModuleOptions {
+  data::DataOptions source;
+  data::LoaderOptions loader;        // training loader (shuffle defaults to true)
+  std::int64_t eval_batch_size = 0;  // 0: twice loader.batch_size
+
+  DataModuleOptions() { loader.shuffle = true; }
+  void visit(FieldVisitor& v);  // source fields at the top of [data], loader in [data.loader]
+  void validate() const;
+};
+
+class StandardDataModule final : public DataModule {
+ public:
+  explicit StandardDataModule(DataModuleOptions options);
+  void setup() override;
+  DataInfo info() const override;
+  std::shared_ptr<const data::Dataset> train_dataset() const override { return splits_.train; }
+  std::shared_ptr<const data::Dataset> val_dataset() const override { return splits_.val; }
+  std::shared_ptr<const data::Dataset> test_dataset() const override { return splits_.test; }
+  data::LoaderOptions train_loader_options() const override { return options_.loader; }
+  data::LoaderOptions eval_loader_options() const override;
+
+ private:
+  DataModuleOptions options_;
+  data::Splits splits_;
+  bool ready_ = false;
+};
+
+}  // namespace glassbox::train

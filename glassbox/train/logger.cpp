@@ -1,0 +1,51 @@
+#include "glassbox/train/logger.h"
+
+#include <sstream>
+
+#include "glassbox/base/files.h"
+
+namespace glassbox::train {
+
+MetricsLogger::MetricsLogger(std::filesystem::path dir) : dir_(std::move(dir)) {
+  if (!dir_.empty()) {
+    std::filesystem::create_directories(dir_);
+    jsonl_.open(dir_ / "metrics.jsonl", std::ios::app);
+  }
+}
+
+void MetricsLogger::log(const nlohmann::json& row) {
+  rows_.push_back(row);
+  bool new_column = false;
+  for (auto it = row.begin(); it != row.end(); ++it) {
+    if (known_.insert(it.key()).second) {
+      columns_.push_back(it.key());
+      new_column = true;
+    }
+  }
+  if (jsonl_.is_open()) {
+    jsonl_ << row.dump() << "\n";
+    jsonl_.flush();
+  }
+  if (new_column || rows_.size() - rows_at_last_csv_ >= 100) flush_csv();
+}
+
+void MetricsLogger::flush_csv() {
+  if (dir_.empty()) return;
+  std::ostringstream os;
+  for (std::size_t i = 0; i < columns_.size(); ++i) os << (i ? "," : "") << columns_[i];
+  os << "\n";
+  for (const auto& r : rows_) {
+    for (std::size_t i = 0; i < columns_.size(); ++i) {
+      if (i) os << ",";
+      auto it = r.find(columns_[i]);
+      if (it == r.end() || it->is_null()) continue;
+      if (it->is_string()) os << it->get<std::string>();
+      else os << it->dump();
+    }
+    os << "\n";
+  }
+  write_file_atomic(dir_ / "metrics.csv", os.str());
+  rows_at_last_csv_ = rows_.size();
+}
+
+}  // namespace glassbox::train

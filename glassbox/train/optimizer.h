@@ -1,0 +1,98 @@
+// Optimisers with PyTorch's update rules, run through LibTorch's multi-tensor kernels:
+// SGD (momentum, dampening, Nesterov, weight decay) with _foreach_* ops, Adam and AdamW with the
+// fused kernels (_fused_adam_ / _fused_adamw_, CPU and CUDA) or _foreach_* ops.
+//
+//   OptimizerOptions o; o.name = "adamw"; o.lr = 1e-3; o.weight_decay = 0.01;
+//   Optimizer opt(make_param_groups(*module, o), o);
+//   opt.zero_grad(); loss.backward(); opt.step();
+//   opt.set_lr(0, 5e-4);                       // schedulers write per-group learning rates
+//   TensorMap state = opt.state_tensors();      // for checkpoints (safetensors)
+//
+// Parameters without a gradient are skipped (as in PyTorch). State is created lazily at the
+// first step of each parameter. Thread safety: not thread-safe; one training thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+#include <torch/nn/module.h>
+
+#include "glassbox/base/config.h"
+#include "glassbox/core/safetensors.h"
+
+namespace glassbox::train {
+
+struct OptimizerOptions {
+  std::string name = "adam";  // sgd | adam | adamw
+  double lr = 1e-3;
+  double weight_decay = 0.0;  // sgd/adam: L2 added to the gradient; adamw: decoupled
+  double momentum = 0.0;      // sgd
+  double dampening = 0.0;     // sgd
+  bool nesterov = false;      // sgd
+  std::vector<double> betas{0.9, 0.999};  // adam/adamw
+  double eps = 1e-8;
+  bool amsgrad = false;
+  std::string implementation = "auto";  // auto | fused | foreach
+  bool no_decay_for_bias_and_norm = false;  // put biases and 1-d (norm) weights in a group without weight decay
+
+  void visit(FieldVisitor& v);
+  void validate() const;
+};
+
+struct ParamGroup {
+  std::vector<at::Tensor> params;
+  std::vector<std::string> names;
+  double lr = 1e-3;
+  double weight_decay = 0.0;
+  double momentum = 0.0;  // sgd momentum, or adam/adamw beta1 (schedulers may cycle it)
+};
+
+// One group (or two with no_decay_for_bias_and_norm) of the module's trainable parameters.
+std::vector<ParamGroup> make_param_groups(const torch::nn::Module& module, const OptimizerOptions& options);
+
+class Optimizer {
+ public:
+  Optimizer(std::vector<ParamGroup> groups, OptimizerOptions options);
+
+  void zero_grad(bool set_to_none = true);
+  void step();
+
+  std::size_t num_groups() const { return groups_.size(); }
+  double lr(std::size_t group) const { return groups_.at(group).lr; }
+  void set_lr(std::size_t group, double lr) { groups_.at(group).lr = lr; }
+  // SGD's momentum or Adam's beta1 of a group (OneCycle's cycle_momentum).
+  void set_momentum(std::size_t group, double m) { groups_.at(group).momentum = m; }
+  double momentum(std::size_t group) const { return groups_.at(group).momentum; }
+  std::vector<double> lrs() const;
+  const std::vector<ParamGroup>& groups() const { return groups_; }
+  const OptimizerOptions& options() const { return options_; }
+  // "fused" or "foreach": what step() runs.
+  const std::string& implementation() const { return impl_; }
+
+  // Checkpoint state: tensors named "<param name>.<slot>" and JSON (lrs, steps).
+  TensorMap state_tensors() const;
+  nlohmann::json state_json() const;
+  // Restores state saved by the same architecture and options; DataLoss/FailedPrecondition
+  // errors name the tensors that do not fit.
+  void load_state(const SafetensorsFile& tensors, const nlohmann::json& json);
+
+ private:
+  struct Slot {  // per-parameter state
+    at::Tensor momentum_buffer;
+    at::Tensor exp_avg, exp_avg_sq, max_exp_avg_sq;
+    at::Tensor step;  // float32 scalar, on the parameter's device
+    bool initialised = false;
+  };
+  void step_sgd(ParamGroup& g, std::vector<Slot>& slots);
+  void step_adam(ParamGroup& g, std::vector<Slot>& slots, bool decoupled);
+
+  OptimizerOptions options_;
+  std::vector<ParamGroup> groups_;
+  std::vector<std::vector<Slot>> slots_;
+  std::string impl_;
+};
+
+}  // namespace glassbox::train

@@ -1,0 +1,49 @@
+#include "glassbox/train/run_config.h"
+
+#include "glassbox/base/error.h"
+#include "glassbox/base/files.h"
+
+namespace glassbox::train {
+
+void RunConfig::visit(FieldVisitor& v) {
+  v.section("run", [this](FieldVisitor& s) { s.field("name", name, "run directory name under runs/"); });
+  v.section("data", [this](FieldVisitor& s) { data.visit(s); });
+  v.section("model", [this](FieldVisitor& s) { model.visit(s); });
+  v.section("loss", [this](FieldVisitor& s) { loss.visit(s); });
+  v.section("optim", [this](FieldVisitor& s) { optim.visit(s); });
+  v.section("scheduler", [this](FieldVisitor& s) { scheduler.visit(s); });
+  v.section("trainer", [this](FieldVisitor& s) { trainer.visit(s); });
+  v.section("checkpoint", [this](FieldVisitor& s) { checkpoint.visit(s); });
+  v.section("early_stopping", [this](FieldVisitor& s) { early_stopping.visit(s); });
+}
+
+void RunConfig::validate() const {
+  GB_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..", InvalidArgument,
+           "run.name = \"" << name << "\" is not a valid directory name", "use letters, digits, - and _");
+  data.validate();
+  model.validate();
+  loss.validate();
+  optim.validate();
+  scheduler.validate();
+  trainer.validate();
+  checkpoint.validate();
+  early_stopping.validate();
+}
+
+std::string RunConfig::to_toml_text() { return glassbox::to_toml(visit_fn(*this)); }
+
+RunConfig parse_run_config(std::string_view text, std::string_view source, const std::vector<std::string>& overrides) {
+  RunConfig cfg;
+  load_config(text, source, overrides, visit_fn(cfg));
+  cfg.validate();
+  return cfg;
+}
+
+RunConfig load_run_config(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
+  if (path.empty()) return parse_run_config("", "defaults", overrides);
+  GB_CHECK(std::filesystem::exists(path), NotFound, "config file " << path.string() << " does not exist",
+           "pass a TOML file, e.g. configs/quickstart.toml");
+  return parse_run_config(read_file(path), path.string(), overrides);
+}
+
+}  // namespace glassbox::train

@@ -1,0 +1,389 @@
+#include "glassbox/train/trainer.h"
+
+#include <fnmatch.h>
+
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "glassbox/base/error.h"
+#include "glassbox/core/device.h"
+#include "glassbox/core/seed.h"
+#include "glassbox/metrics/running.h"
+
+namespace glassbox::train {
+
+Trainer::Trainer(TrainerOptions options, OptimizerOptions optimizer, SchedulerOptions scheduler, std::filesystem::path run_dir)
+    : options_(std::move(options)),
+      optimizer_options_(std::move(optimizer)),
+      scheduler_options_(std::move(scheduler)),
+      run_dir_(std::move(run_dir)),
+      logger_(options_.fast_dev_run == 0 ? run_dir_ : std::filesystem::path()) {
+  options_.validate();
+  optimizer_options_.validate();
+  scheduler_options_.validate();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::add_callback(std::unique_ptr<Callback> callback) {
+  // Checkpointing callbacks run after all others (Lightning's rule).
+  if (callback->is_checkpoint()) {
+    callbacks_.push_back(std::move(callback));
+  } else {
+    auto it = std::find_if(callbacks_.begin(), callbacks_.end(), [](const auto& c) { return c->is_checkpoint(); });
+    callbacks_.insert(it, std::move(callback));
+  }
+}
+
+template <class F>
+void Trainer::each_callback(F&& f) {
+  for (auto& c : callbacks_) f(*c);
+}
+
+void Trainer::request_stop(const std::string& reason) {
+  if (!should_stop_) stop_reason_ = reason;
+  should_stop_ = true;
+}
+
+double Trainer::train_seconds() const {
+  if (!fitting_) return train_seconds_before_;
+  return train_seconds_before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - fit_started_).count();
+}
+
+double Trainer::samples_per_second() const {
+  const double s = train_seconds();
+  return s > 0 ? static_cast<double>(samples_seen_) / s : 0.0;
+}
+
+bool Trainer::time_exceeded() const { return options_.max_time > 0 && train_seconds() >= options_.max_time; }
+
+data::Batch Trainer::to_device(data::Batch batch) const {
+  if (device_.is_cpu()) return batch;
+  const bool nb = batch.inputs.is_pinned();
+  batch.inputs = batch.inputs.to(device_, /*non_blocking=*/nb);
+  batch.targets = batch.targets.to(device_, /*non_blocking=*/nb);
+  return batch;
+}
+
+void Trainer::setup(TaskModule& task, DataModule& data) {
+  task_ = &task;
+  data_ = &data;
+  if (options_.num_threads > 0) torch::set_num_threads(static_cast<int>(options_.num_threads));
+  at::globalContext().setDeterministicAlgorithms(options_.deterministic, /*warn_only=*/false);
+  device_ = resolve_device(options_.device);
+  precision_ = std::make_unique<Precision>(options_.precision, device_);
+  data.setup();
+  task.module().to(device_);
+  // Freezing by name pattern.
+  if (!options_.freeze.empty()) {
+    std::vector<bool> used(options_.freeze.size(), false);
+    for (auto& p : task.module().named_parameters(true)) {
+      for (std::size_t i = 0; i < options_.freeze.size(); ++i) {
+        if (fnmatch(options_.freeze[i].c_str(), p.key().c_str(), 0) == 0) {
+          p.value().set_requires_grad(false);
+          used[i] = true;
+        }
+      }
+    }
+    for (std::size_t i = 0; i < used.size(); ++i) {
+      if (used[i]) continue;
+      std::vector<std::string> names;
+      for (const auto& p : task.module().named_parameters(true)) names.push_back(p.key());
+      const std::string near = closest_match(options_.freeze[i], names);
+      GB_THROW(InvalidArgument, "trainer.freeze pattern \"" << options_.freeze[i] << "\" matches no parameter",
+               near.empty() ? "patterns are globs over parameter names such as \"features.*\"" : "did you mean \"" + near + "\"?");
+    }
+  }
+  trainable_.clear();
+  for (const auto& p : task.module().parameters(true))
+    if (p.requires_grad()) trainable_.push_back(p);
+  GB_CHECK(!trainable_.empty(), FailedPrecondition, "the model has no trainable parameters", "check trainer.freeze");
+
+  train_set_ = data.train_dataset();
+  val_set_ = data.val_dataset();
+  data::LoaderOptions lo = data.train_loader_options();
+  lo.seed = lo.seed != 0 ? lo.seed : options_.seed;
+  if (device_.is_cuda()) lo.pin_memory = true;
+  if (options_.overfit_batches > 0) {
+    // The same first batches, unshuffled, for training and validation.
+    const std::int64_t full = (train_set_->size() + lo.batch_size - 1) / lo.batch_size;
+    const std::int64_t n = resolve_batches(options_.overfit_batches, full, "overfit_batches");
+    const std::int64_t count = std::min<std::int64_t>(train_set_->size(), n * lo.batch_size);
+    train_set_ = std::make_shared<data::SubsetDataset>(train_set_, torch::arange(count, torch::kLong));
+    val_set_ = train_set_;
+    lo.shuffle = false;
+  }
+  train_loader_ = std::make_unique<data::Loader>(train_set_, lo);
+  const std::int64_t full = train_loader_->num_batches();
+  num_train_batches_ = options_.fast_dev_run > 0 ? std::min(options_.fast_dev_run, full)
+                                                 : resolve_batches(options_.limit_train_batches, full, "limit_train_batches");
+  GB_CHECK(num_train_batches_ > 0, InvalidArgument,
+           "no training batches: the training set has " << train_set_->size() << " samples, batch_size " << lo.batch_size,
+           "lower data.loader.batch_size, turn off drop_last, or raise trainer.limit_train_batches");
+  if (options_.val_check_interval > 1.0) {
+    val_every_batches_ = static_cast<std::int64_t>(options_.val_check_interval);
+    GB_CHECK(val_every_batches_ <= num_train_batches_, InvalidArgument,
+             "trainer.val_check_interval = " << val_every_batches_ << " batches is more than an epoch (" << num_train_batches_ << " batches)",
+             "use a fraction such as 0.5, or at most " + std::to_string(num_train_batches_));
+  } else {
+    val_every_batches_ = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(options_.val_check_interval * static_cast<double>(num_train_batches_))));
+  }
+
+  auto groups = task.param_groups(optimizer_options_);
+  optimizer_ = std::make_unique<Optimizer>(std::move(groups), optimizer_options_);
+  const std::int64_t steps_per_epoch = (num_train_batches_ + options_.accumulate_grad_batches - 1) / options_.accumulate_grad_batches;
+  std::int64_t epochs_for_schedule = options_.max_epochs;
+  if (options_.max_steps > 0 && (options_.max_epochs < 0 || options_.max_steps < options_.max_epochs * steps_per_epoch)) {
+    epochs_for_schedule = -1;
+  }
+  scheduler_ = make_scheduler(scheduler_options_, optimizer_->lrs(), steps_per_epoch,
+                              epochs_for_schedule > 0 ? epochs_for_schedule : (options_.max_steps + steps_per_epoch - 1) / steps_per_epoch);
+  apply_schedule();
+}
+
+void Trainer::apply_schedule() {
+  const auto& lrs = scheduler_->lrs();
+  for (std::size_t i = 0; i < lrs.size(); ++i) optimizer_->set_lr(i, lrs[i]);
+  // OneCycle cycles SGD's momentum / Adam's beta1 (PyTorch's cycle_momentum).
+  const auto& m = scheduler_->momentums();
+  for (std::size_t i = 0; i < m.size() && i < optimizer_->num_groups(); ++i) optimizer_->set_momentum(i, m[i]);
+}
+
+void Trainer::fit(TaskModule& task, DataModule& data, const std::filesystem::path& resume_from) {
+  seed_everything(static_cast<std::uint64_t>(options_.seed));
+  epoch_ = global_step_ = batch_in_epoch_ = resume_batch_ = samples_seen_ = 0;
+  should_stop_ = false;
+  stop_reason_.clear();
+  train_seconds_before_ = 0;
+  setup(task, data);
+  if (!resume_from.empty()) restore(resume_from);
+  fitting_ = true;
+  fit_started_ = std::chrono::steady_clock::now();
+  torch::autograd::AnomalyMode::set_enabled(options_.detect_anomaly);
+  try {
+    each_callback([&](Callback& c) { c.on_fit_start(*this); });
+    const std::int64_t sanity = options_.fast_dev_run > 0 ? 0 : options_.num_sanity_val_steps;
+    if (sanity > 0 && val_set_ && val_set_->size() > 0) {
+      sanity_checking_ = true;
+      each_callback([&](Callback& c) { c.on_sanity_check_start(*this); });
+      run_eval("sanity", val_set_, sanity);
+      each_callback([&](Callback& c) { c.on_sanity_check_end(*this); });
+      sanity_checking_ = false;
+    }
+    const std::int64_t max_epochs = options_.fast_dev_run > 0 ? 1 : options_.max_epochs;
+    while (!should_stop_ && (max_epochs < 0 || epoch_ < max_epochs)) {
+      train_epoch();
+      if (should_stop_ && batch_in_epoch_ < num_train_batches_) break;  // stopped mid-epoch
+      ++epoch_;
+      batch_in_epoch_ = 0;
+      resume_batch_ = 0;
+    }
+    if (!should_stop_) request_stop(max_epochs >= 0 && epoch_ >= max_epochs ? "max_epochs reached" : "finished");
+    each_callback([&](Callback& c) { c.on_train_end(*this); });
+    each_callback([&](Callback& c) { c.on_fit_end(*this); });
+  } catch (const std::exception& e) {
+    each_callback([&](Callback& c) { c.on_exception(*this, e); });
+    train_seconds_before_ = train_seconds();
+    fitting_ = false;
+    torch::autograd::AnomalyMode::set_enabled(false);
+    throw;
+  }
+  train_seconds_before_ = train_seconds();
+  fitting_ = false;
+  torch::autograd::AnomalyMode::set_enabled(false);
+  logger_.flush_csv();
+}
+
+void Trainer::train_epoch() {
+  auto& module = task_->module();
+  module.train();
+  each_callback([&](Callback& c) { c.on_train_epoch_start(*this); });
+  train_loader_->start_epoch(epoch_, resume_batch_);
+  batch_in_epoch_ = resume_batch_;
+  epoch_loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
+  epoch_loss_count_ = epoch_correct_ = epoch_seen_ = 0;
+  accumulated_ = 0;
+  const std::int64_t accumulate = options_.accumulate_grad_batches;
+  const bool validate_this_epoch = val_set_ && val_set_->size() > 0 && ((epoch_ + 1) % options_.check_val_every_n_epoch == 0);
+  while (batch_in_epoch_ < num_train_batches_) {
+    std::optional<data::Batch> next = train_loader_->next();
+    if (!next) break;
+    data::Batch batch = to_device(std::move(*next));
+    each_callback([&](Callback& c) { c.on_train_batch_start(*this, batch); });
+    StepOutput out;
+    {
+      auto scope = precision_->autocast();
+      out = task_->training_step(batch);
+    }
+    GB_CHECK(out.loss.defined() && out.loss.numel() == 1, Internal, "training_step must return a scalar loss", "return StepOutput{loss, logits}");
+    if (accumulated_ == 0) {
+      each_callback([&](Callback& c) { c.on_before_zero_grad(*this); });
+      optimizer_->zero_grad(true);
+    }
+    at::Tensor loss = accumulate > 1 ? out.loss / static_cast<double>(accumulate) : out.loss;
+    each_callback([&](Callback& c) { c.on_before_backward(*this, loss); });
+    precision_->scale(loss).backward();
+    each_callback([&](Callback& c) { c.on_after_backward(*this); });
+    ++accumulated_;
+    const std::int64_t bsz = batch.size();
+    samples_seen_ += bsz;
+    epoch_loss_sum_.add_(out.loss.detach().to(torch::kDouble) * static_cast<double>(bsz));
+    epoch_loss_count_ += bsz;
+    ++batch_in_epoch_;
+    const bool window_done = accumulated_ == accumulate || batch_in_epoch_ == num_train_batches_;
+    if (window_done) {
+      optimizer_step();
+      accumulated_ = 0;
+      if (global_step_ % options_.log_every_n_steps == 0 && options_.fast_dev_run == 0) {
+        nlohmann::json row = {{"epoch", epoch_}, {"step", global_step_}, {"train_loss", out.loss.item<double>()}, {"lr", optimizer_->lr(0)}};
+        if (out.logits.defined() && out.logits.dim() == 2) {
+          row["train_acc"] = static_cast<double>(metrics::count_topk_correct(out.logits.detach(), batch.targets, 1)) / static_cast<double>(bsz);
+        }
+        if (std::isfinite(last_grad_norm_)) row["grad_norm"] = last_grad_norm_;
+        row["samples_per_second"] = samples_per_second();
+        logger_.log(row);
+        callback_metrics_["train_loss_step"] = row["train_loss"].get<double>();
+      }
+    }
+    if (out.logits.defined() && out.logits.dim() == 2 && (batch_in_epoch_ % 10 == 0 || batch_in_epoch_ == num_train_batches_)) {
+      // A sampled running accuracy (every 10th batch) keeps per-step overhead negligible.
+      epoch_correct_ += metrics::count_topk_correct(out.logits.detach(), batch.targets, 1);
+      epoch_seen_ += bsz;
+    }
+    each_callback([&](Callback& c) { c.on_train_batch_end(*this, out, batch); });
+    if (options_.max_steps > 0 && global_step_ >= options_.max_steps) request_stop("max_steps reached");
+    if (time_exceeded()) request_stop("max_time reached");
+    const bool mid_val = validate_this_epoch && window_done && batch_in_epoch_ % val_every_batches_ == 0 && batch_in_epoch_ < num_train_batches_;
+    if (mid_val && !should_stop_) {
+      run_validation();
+      module.train();
+    }
+    if (should_stop_) break;
+  }
+  const bool epoch_complete = batch_in_epoch_ >= num_train_batches_;
+  if (epoch_loss_count_ > 0) {
+    callback_metrics_["train_loss"] = epoch_loss_sum_.item<double>() / static_cast<double>(epoch_loss_count_);
+    if (epoch_seen_ > 0) callback_metrics_["train_acc"] = static_cast<double>(epoch_correct_) / static_cast<double>(epoch_seen_);
+  }
+  if (epoch_complete && validate_this_epoch) run_validation();
+  if (epoch_complete || should_stop_) {
+    nlohmann::json row = {{"epoch", epoch_}, {"step", global_step_}};
+    for (const char* k : {"train_loss", "train_acc", "val_loss", "val_acc"})
+      if (callback_metrics_.count(k)) row[k] = callback_metrics_[k];
+    row["lr"] = optimizer_->lr(0);
+    row["epoch_end"] = epoch_complete;
+    if (options_.fast_dev_run == 0) logger_.log(row);
+    each_callback([&](Callback& c) { c.on_train_epoch_end(*this); });
+  }
+  if (epoch_complete && scheduler_options_.interval == "epoch") {
+    double metric = NAN;
+    auto it = callback_metrics_.find(scheduler_options_.monitor);
+    if (it != callback_metrics_.end()) metric = it->second;
+    GB_CHECK(scheduler_options_.name != "plateau" || it != callback_metrics_.end(), FailedPrecondition,
+             "scheduler.name = \"plateau\" monitors " << scheduler_options_.monitor << ", which was not computed this epoch",
+             "set scheduler.monitor to a logged metric such as val_loss");
+    scheduler_->step(metric);
+    apply_schedule();
+  }
+}
+
+void Trainer::optimizer_step() {
+  precision_->unscale(trainable_);
+  // Total gradient norm (before clipping), computed with one multi-tensor kernel.
+  std::vector<at::Tensor> grads;
+  grads.reserve(trainable_.size());
+  for (const auto& p : trainable_)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  last_grad_norm_ = NAN;
+  const bool clip_norm = options_.gradient_clip_val > 0 && options_.gradient_clip_algorithm == "norm";
+  if (!grads.empty() && (clip_norm || global_step_ % options_.log_every_n_steps == options_.log_every_n_steps - 1)) {
+    auto norms = at::_foreach_norm(grads, 2);
+    at::Tensor total = torch::stack(norms).norm();
+    last_grad_norm_ = total.item<double>();
+    if (clip_norm && std::isfinite(last_grad_norm_)) {
+      const double coef = options_.gradient_clip_val / (last_grad_norm_ + 1e-6);
+      if (coef < 1.0) at::_foreach_mul_(grads, coef);
+    }
+  }
+  if (options_.gradient_clip_val > 0 && options_.gradient_clip_algorithm == "value") {
+    for (auto& g : grads) g.clamp_(-options_.gradient_clip_val, options_.gradient_clip_val);
+  }
+  each_callback([&](Callback& c) { c.on_before_optimizer_step(*this); });
+  if (precision_->step_ok()) optimizer_->step();
+  precision_->update();
+  ++global_step_;
+  if (scheduler_options_.interval == "step") {
+    scheduler_->step();
+    apply_schedule();
+  }
+}
+
+EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data::Dataset>& ds, std::int64_t limit_batches) {
+  auto& module = task_->module();
+  module.eval();
+  torch::NoGradGuard no_grad;
+  data::Loader loader(ds, data_->eval_loader_options());
+  loader.start_epoch(0);
+  at::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
+  std::int64_t correct = 0, seen = 0, batches = 0;
+  const bool test = std::string(stage) == "test";
+  while (auto b = loader.next()) {
+    if (limit_batches >= 0 && batches >= limit_batches) break;
+    data::Batch batch = to_device(std::move(*b));
+    StepOutput out;
+    {
+      auto scope = precision_->autocast();
+      out = test ? task_->test_step(batch) : task_->validation_step(batch);
+    }
+    const std::int64_t bsz = batch.size();
+    if (out.loss.defined()) loss_sum.add_(out.loss.detach().to(torch::kDouble) * static_cast<double>(bsz));
+    if (out.logits.defined() && out.logits.dim() == 2) correct += metrics::count_topk_correct(out.logits, batch.targets, 1);
+    seen += bsz;
+    ++batches;
+  }
+  EvalResult r;
+  r.samples = seen;
+  if (seen > 0) {
+    r.loss = loss_sum.item<double>() / static_cast<double>(seen);
+    r.accuracy = static_cast<double>(correct) / static_cast<double>(seen);
+  }
+  return r;
+}
+
+void Trainer::run_validation() {
+  each_callback([&](Callback& c) { c.on_validation_start(*this); });
+  const std::int64_t full = data::Loader(val_set_, data_->eval_loader_options()).num_batches();
+  const std::int64_t limit = options_.fast_dev_run > 0 ? options_.fast_dev_run : resolve_batches(options_.limit_val_batches, full, "limit_val_batches");
+  EvalResult r = run_eval("val", val_set_, limit);
+  callback_metrics_["val_loss"] = r.loss;
+  callback_metrics_["val_acc"] = r.accuracy;
+  each_callback([&](Callback& c) { c.on_validation_end(*this); });
+}
+
+EvalResult Trainer::validate(TaskModule& task, DataModule& data) {
+  if (task_ != &task) setup(task, data);
+  GB_CHECK(data.val_dataset() != nullptr, FailedPrecondition, "the data module has no validation split", "set data.val_size > 0");
+  const std::int64_t full = data::Loader(data.val_dataset(), data.eval_loader_options()).num_batches();
+  return run_eval("val", data.val_dataset(), resolve_batches(options_.limit_val_batches, full, "limit_val_batches"));
+}
+
+EvalResult Trainer::test(TaskModule& task, DataModule& data) {
+  if (task_ != &task) setup(task, data);
+  auto ds = data.test_dataset();
+  GB_CHECK(ds != nullptr, FailedPrecondition, "the data module has no test split", "configure data test files");
+  each_callback([&](Callback& c) { c.on_test_start(*this); });
+  const std::int64_t full = data::Loader(ds, data.eval_loader_options()).num_batches();
+  const std::int64_t limit = options_.fast_dev_run > 0 ? options_.fast_dev_run : resolve_batches(options_.limit_test_batches, full, "limit_test_batches");
+  EvalResult r = run_eval("test", ds, limit);
+  callback_metrics_["test_loss"] = r.loss;
+  callback_metrics_["test_acc"] = r.accuracy;
+  if (options_.fast_dev_run == 0) {
+    logger_.log({{"epoch", epoch_}, {"step", global_step_}, {"test_loss", r.loss}, {"test_acc", r.accuracy}});
+    logger_.flush_csv();
+  }
+  each_callback([&](Callback& c) { c.on_test_end(*this); });
+  return r;
+}
+
+}  // namespace glassbox::train

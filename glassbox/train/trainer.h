@@ -1,0 +1,137 @@
+// Trainer: the training loop — fit, validate, test — with Lightning's options, hooks and
+// checkpoints that resume bit-exactly (weights, optimiser, scheduler, callbacks, RNG, data
+// order, step).
+//
+//   Trainer trainer(options, scheduler_options, optimizer_options, run_dir);
+//   trainer.add_callback(std::make_unique<ModelCheckpoint>(ckpt_options));
+//   trainer.fit(task, datamodule);                // or fit(task, datamodule, "last.ckpt") to resume
+//   EvalResult r = trainer.test(task, datamodule);
+//
+// run_dir may be empty (nothing is written). With fast_dev_run nothing is written either.
+// Thread safety: one thread drives a Trainer; loader workers run inside.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
+
+#include "glassbox/train/callback.h"
+#include "glassbox/train/checkpoint.h"
+#include "glassbox/train/datamodule.h"
+#include "glassbox/train/logger.h"
+#include "glassbox/train/optimizer.h"
+#include "glassbox/train/precision.h"
+#include "glassbox/train/scheduler.h"
+#include "glassbox/train/task.h"
+#include "glassbox/train/trainer_options.h"
+
+namespace glassbox::train {
+
+struct EvalResult {
+  double loss = 0.0;
+  double accuracy = 0.0;
+  std::int64_t samples = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(TrainerOptions options, OptimizerOptions optimizer, SchedulerOptions scheduler, std::filesystem::path run_dir = {});
+  ~Trainer();
+
+  void add_callback(std::unique_ptr<Callback> callback);
+  // Text stored in checkpoints as the run's configuration (e.g. the effective config.toml).
+  void set_config_text(std::string text) { config_text_ = std::move(text); }
+
+  void fit(TaskModule& task, DataModule& data, const std::filesystem::path& resume_from = {});
+  EvalResult validate(TaskModule& task, DataModule& data);
+  EvalResult test(TaskModule& task, DataModule& data);
+
+  // --- state visible to callbacks ---
+  const TrainerOptions& options() const { return options_; }
+  std::int64_t current_epoch() const { return epoch_; }
+  std::int64_t global_step() const { return global_step_; }
+  std::int64_t batch_in_epoch() const { return batch_in_epoch_; }
+  std::int64_t num_training_batches() const { return num_train_batches_; }
+  bool sanity_checking() const { return sanity_checking_; }
+  const std::map<std::string, double>& callback_metrics() const { return callback_metrics_; }
+  void request_stop(const std::string& reason);
+  bool should_stop() const { return should_stop_; }
+  const std::string& stop_reason() const { return stop_reason_; }
+  const std::filesystem::path& run_dir() const { return run_dir_; }
+  bool writes_files() const { return !run_dir_.empty() && options_.fast_dev_run == 0; }
+  Optimizer* optimizer() { return optimizer_.get(); }
+  LrScheduler* scheduler() { return scheduler_.get(); }
+  TaskModule* task() { return task_; }
+  MetricsLogger& logger() { return logger_; }
+  c10::Device device() const { return device_; }
+  double train_seconds() const;
+  double samples_per_second() const;
+  std::int64_t samples_seen() const { return samples_seen_; }
+  // Last computed total gradient norm (before clipping), NaN when not computed.
+  double last_grad_norm() const { return last_grad_norm_; }
+
+  // Writes a checkpoint of the current state (used by ModelCheckpoint).
+  void save_checkpoint(const std::filesystem::path& dir, bool weights_only, bool trainable_only);
+
+ private:
+  void setup(TaskModule& task, DataModule& data);
+  void restore(const std::filesystem::path& path);
+  void train_epoch();
+  void optimizer_step();
+  void apply_schedule();  // scheduler lrs (and momentums) -> optimiser
+  EvalResult run_eval(const char* stage, const std::shared_ptr<const data::Dataset>& ds, std::int64_t limit_batches);
+  void run_validation();
+  data::Batch to_device(data::Batch batch) const;
+  bool time_exceeded() const;
+  template <class F>
+  void each_callback(F&& f);
+
+  TrainerOptions options_;
+  OptimizerOptions optimizer_options_;
+  SchedulerOptions scheduler_options_;
+  std::filesystem::path run_dir_;
+  std::string config_text_;
+  std::vector<std::unique_ptr<Callback>> callbacks_;
+  MetricsLogger logger_;
+
+  TaskModule* task_ = nullptr;   // non-owning, valid during fit/test
+  DataModule* data_ = nullptr;   // non-owning
+  c10::Device device_{c10::kCPU};
+  std::unique_ptr<Precision> precision_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<LrScheduler> scheduler_;
+  std::unique_ptr<data::Loader> train_loader_;
+  std::shared_ptr<const data::Dataset> train_set_, val_set_;
+
+  std::int64_t epoch_ = 0;
+  std::int64_t global_step_ = 0;
+  std::int64_t batch_in_epoch_ = 0;
+  std::int64_t resume_batch_ = 0;
+  std::int64_t num_train_batches_ = 0;
+  std::int64_t val_every_batches_ = 0;
+  std::int64_t accumulated_ = 0;
+  std::int64_t samples_seen_ = 0;
+  bool sanity_checking_ = false;
+  bool should_stop_ = false;
+  std::string stop_reason_;
+  std::map<std::string, double> callback_metrics_;
+  double last_grad_norm_ = 0.0;
+  double train_seconds_before_ = 0.0;  // from a resumed checkpoint
+  std::chrono::steady_clock::time_point fit_started_;
+  bool fitting_ = false;
+  std::vector<at::Tensor> trainable_;
+  at::Tensor epoch_loss_sum_;
+  std::int64_t epoch_loss_count_ = 0;
+  std::int64_t epoch_correct_ = 0;
+  std::int64_t epoch_seen_ = 0;
+};
+
+}  // namespace glassbox::train

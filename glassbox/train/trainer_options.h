@@ -1,0 +1,55 @@
+// TrainerOptions: the loop's knobs, with PyTorch Lightning's names and meanings.
+//
+//   [trainer]
+//   max_epochs = 10
+//   precision = "bf16-mixed"
+//   gradient_clip_val = 1.0
+//
+// Fractions vs counts (as in Lightning): val_check_interval and limit_*_batches / overfit_batches
+// are a fraction of an epoch when <= 1.0 and a number of batches when > 1.
+// Thread safety: plain data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "glassbox/base/config.h"
+
+namespace glassbox::train {
+
+struct TrainerOptions {
+  std::int64_t max_epochs = 10;   // -1: unlimited (then max_steps or max_time must stop)
+  std::int64_t max_steps = -1;    // optimiser steps; -1: unlimited
+  double max_time = 0;            // seconds of training; 0: unlimited
+  double val_check_interval = 1.0;
+  std::int64_t check_val_every_n_epoch = 1;
+  double limit_train_batches = 1.0;
+  double limit_val_batches = 1.0;
+  double limit_test_batches = 1.0;
+  std::int64_t fast_dev_run = 0;  // n > 0: n batches of every loop, no checkpoints or logs
+  double overfit_batches = 0.0;   // > 0: train and validate on the same first batches, unshuffled
+  std::int64_t num_sanity_val_steps = 2;
+  std::int64_t accumulate_grad_batches = 1;
+  double gradient_clip_val = 0.0;  // 0: no clipping
+  std::string gradient_clip_algorithm = "norm";  // norm | value
+  std::string precision = "32";    // 32 | bf16-mixed | 16-mixed
+  bool deterministic = false;
+  std::int64_t seed = 42;
+  std::int64_t log_every_n_steps = 50;
+  std::vector<std::string> freeze;  // parameter-name patterns (glob: "features.*") to freeze
+  std::string device = "auto";      // cpu | cuda | cuda:N | auto
+  std::int64_t num_threads = 0;     // intra-op threads; 0: LibTorch's default
+  bool enable_progress_bar = true;
+  bool enable_model_summary = true;
+  bool enable_checkpointing = true;
+  bool detect_anomaly = false;
+
+  void visit(FieldVisitor& v);
+  void validate() const;
+};
+
+// Resolves a Lightning-style "fraction or count" against `total` batches.
+std::int64_t resolve_batches(double value, std::int64_t total, const char* name);
+
+}  // namespace glassbox::train

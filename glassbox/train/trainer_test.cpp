@@ -1,0 +1,309 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "glassbox/base/error.h"
+#include "glassbox/base/files.h"
+#include "glassbox/nn/registry.h"
+#include "glassbox/testing/testing.h"
+#include "glassbox/train/callbacks.h"
+#include "glassbox/train/run.h"
+#include "glassbox/train/trainer.h"
+
+namespace glassbox::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Small synthetic classification data: learnable (labels depend on the inputs).
+class ToyData final : public DataModule {
+ public:
+  explicit ToyData(std::int64_t n = 600, std::int64_t workers = 0) {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(123);
+    at::Tensor x = torch::randn({n, 1, 4, 4}, gen);
+    at::Tensor y = (x.flatten(1).sum(1) > 0).to(torch::kLong) + 2 * (x.flatten(1).select(1, 0) > 0).to(torch::kLong);
+    train_ = std::make_shared<data::TensorDataset>(x.slice(0, 0, n * 4 / 5), y.slice(0, 0, n * 4 / 5), 4);
+    val_ = std::make_shared<data::TensorDataset>(x.slice(0, n * 4 / 5), y.slice(0, n * 4 / 5), 4);
+    opts_.batch_size = 32;
+    opts_.shuffle = true;
+    opts_.num_workers = workers;
+    opts_.seed = 7;
+  }
+  void setup() override {}
+  DataInfo info() const override { return {{1, 4, 4}, 4, {}, {}, {}}; }
+  std::shared_ptr<const data::Dataset> train_dataset() const override { return train_; }
+  std::shared_ptr<const data::Dataset> val_dataset() const override { return val_; }
+  std::shared_ptr<const data::Dataset> test_dataset() const override { return val_; }
+  data::LoaderOptions train_loader_options() const override { return opts_; }
+  data::LoaderOptions eval_loader_options() const override {
+    data::LoaderOptions o = opts_;
+    o.shuffle = false;
+    return o;
+  }
+
+ private:
+  std::shared_ptr<data::TensorDataset> train_, val_;
+  data::LoaderOptions opts_;
+};
+
+std::unique_ptr<ClassificationTask> make_task(std::uint64_t seed, const std::string& name = "mlp") {
+  torch::manual_seed(seed);
+  nn::ModelOptions m;
+  m.name = name;
+  m.mlp.hidden = {32, 16};
+  m.mlp.dropout = 0.3;
+  m.mlp.norm = "batchnorm";
+  return std::make_unique<ClassificationTask>(nn::make_model(m, nn::ModelShape{{1, 4, 4}, 4}), nn::Loss(nn::LossOptions{}, 4));
+}
+
+TrainerOptions quiet(std::int64_t epochs) {
+  TrainerOptions t;
+  t.max_epochs = epochs;
+  t.enable_progress_bar = false;
+  t.enable_model_summary = false;
+  t.device = "cpu";
+  t.log_every_n_steps = 5;
+  return t;
+}
+
+class StopAtStep final : public Callback {
+ public:
+  explicit StopAtStep(std::int64_t step) : step_(step) {}
+  std::string name() const override { return "StopAtStep"; }
+  void on_train_batch_end(Trainer& t, const StepOutput&, const data::Batch&) override {
+    if (t.global_step() == step_) t.request_stop("interrupted for the test");
+  }
+
+ private:
+  std::int64_t step_;
+};
+
+class Recorder final : public Callback {
+ public:
+  std::string name() const override { return "Recorder"; }
+  void on_fit_start(Trainer&) override { hooks.push_back("fit_start"); }
+  void on_train_epoch_start(Trainer&) override { hooks.push_back("epoch_start"); }
+  void on_train_batch_start(Trainer&, const data::Batch&) override { hooks.push_back("batch_start"); }
+  void on_before_zero_grad(Trainer&) override { hooks.push_back("before_zero_grad"); }
+  void on_before_backward(Trainer&, const at::Tensor&) override { hooks.push_back("before_backward"); }
+  void on_after_backward(Trainer&) override { hooks.push_back("after_backward"); }
+  void on_before_optimizer_step(Trainer&) override { hooks.push_back("before_optimizer_step"); }
+  void on_train_batch_end(Trainer&, const StepOutput&, const data::Batch&) override { hooks.push_back("batch_end"); }
+  void on_validation_start(Trainer& t) override { hooks.push_back(t.sanity_checking() ? "sanity_start" : "val_start"); }
+  void on_validation_end(Trainer&) override { hooks.push_back("val_end"); }
+  void on_train_epoch_end(Trainer&) override { hooks.push_back("epoch_end"); }
+  void on_train_end(Trainer&) override { hooks.push_back("train_end"); }
+  void on_fit_end(Trainer&) override { hooks.push_back("fit_end"); }
+  std::vector<std::string> hooks;
+};
+
+SchedulerOptions onecycle() {
+  SchedulerOptions s;
+  s.name = "onecycle";
+  s.interval = "step";
+  return s;
+}
+
+OptimizerOptions adamw() {
+  OptimizerOptions o;
+  o.name = "adamw";
+  o.lr = 3e-3;
+  o.weight_decay = 0.01;
+  return o;
+}
+
+void expect_same_weights(torch::nn::Module& a, torch::nn::Module& b) {
+  auto pa = a.named_parameters(true);
+  auto pb = b.named_parameters(true);
+  ASSERT_EQ(pa.size(), pb.size());
+  for (const auto& item : pa) EXPECT_TRUE(torch::equal(item.value(), pb[item.key()])) << item.key() << " differs";
+  auto ba = a.named_buffers(true);
+  auto bb = b.named_buffers(true);
+  for (const auto& item : ba) EXPECT_TRUE(torch::equal(item.value(), bb[item.key()])) << item.key() << " differs";
+}
+
+TEST(Trainer, LearnsToyProblemAndLogs) {
+  const fs::path dir = testing::temp_dir("learns");
+  ToyData data;
+  auto task = make_task(1);
+  Trainer trainer(quiet(8), adamw(), onecycle(), dir);
+  trainer.add_callback(std::make_unique<ModelCheckpoint>(CheckpointOptions{}));
+  trainer.fit(*task, data);
+  EvalResult r = trainer.test(*task, data);
+  EXPECT_GT(r.accuracy, 0.8);
+  EXPECT_TRUE(fs::exists(dir / "metrics.jsonl"));
+  EXPECT_TRUE(fs::exists(dir / "metrics.csv"));
+  EXPECT_TRUE(fs::exists(dir / "checkpoints" / "last.ckpt" / "model.safetensors"));
+  EXPECT_EQ(trainer.global_step(), 8 * 15);  // 480 samples / 32
+  EXPECT_EQ(trainer.stop_reason(), "max_epochs reached");
+}
+
+TEST(Trainer, HookOrderFollowsLightning) {
+  ToyData data(100);
+  auto task = make_task(1);
+  TrainerOptions t = quiet(1);
+  t.limit_train_batches = 2;
+  t.num_sanity_val_steps = 1;
+  Trainer trainer(t, adamw(), SchedulerOptions{});
+  auto rec = std::make_unique<Recorder>();
+  Recorder* r = rec.get();
+  trainer.add_callback(std::move(rec));
+  trainer.fit(*task, data);
+  const std::vector<std::string> step = {"batch_start", "before_zero_grad", "before_backward", "after_backward", "before_optimizer_step", "batch_end"};
+  std::vector<std::string> want = {"fit_start", "epoch_start"};
+  for (int i = 0; i < 2; ++i) want.insert(want.end(), step.begin(), step.end());
+  want.insert(want.end(), {"val_start", "val_end", "epoch_end", "train_end", "fit_end"});
+  EXPECT_EQ(r->hooks, want);
+}
+
+TEST(Trainer, AccumulationAndLimits) {
+  ToyData data;
+  auto task = make_task(1);
+  TrainerOptions t = quiet(2);
+  t.accumulate_grad_batches = 4;
+  t.limit_train_batches = 10;
+  Trainer trainer(t, adamw(), SchedulerOptions{});
+  trainer.fit(*task, data);
+  EXPECT_EQ(trainer.global_step(), 2 * 3);  // 10 batches per epoch -> steps after 4, 8, 10
+  TrainerOptions m = quiet(-1);
+  m.max_steps = 7;
+  Trainer t2(m, adamw(), SchedulerOptions{});
+  t2.fit(*task, data);
+  EXPECT_EQ(t2.global_step(), 7);
+  EXPECT_EQ(t2.stop_reason(), "max_steps reached");
+}
+
+TEST(Trainer, FreezeByPatternKeepsWeights) {
+  ToyData data;
+  auto task = make_task(1);
+  const at::Tensor before = task->module().named_parameters()["body.fc0.weight"].clone();
+  TrainerOptions t = quiet(1);
+  t.freeze = {"body.fc0.*"};
+  Trainer trainer(t, adamw(), SchedulerOptions{});
+  trainer.fit(*task, data);
+  EXPECT_TRUE(torch::equal(before, task->module().named_parameters()["body.fc0.weight"]));
+  TrainerOptions bad = quiet(1);
+  bad.freeze = {"body.fc9.*"};
+  Trainer t2(bad, adamw(), SchedulerOptions{});
+  EXPECT_THROW(t2.fit(*make_task(1), data), Error);
+}
+
+TEST(Trainer, ResumeMidEpochIsBitExact) {
+  for (std::int64_t workers : {0, 2}) {
+    const fs::path a_dir = testing::temp_dir("resume_a");
+    const fs::path b_dir = testing::temp_dir("resume_b");
+    ToyData data(600, workers);
+    // A: uninterrupted, 3 epochs of 15 batches.
+    auto a = make_task(5);
+    {
+      Trainer t(quiet(3), adamw(), onecycle(), a_dir);
+      t.add_callback(std::make_unique<ModelCheckpoint>(CheckpointOptions{}));
+      t.fit(*a, data);
+    }
+    // B: the same run interrupted at step 22 (mid-epoch 2), then resumed from last.ckpt.
+    {
+      auto b = make_task(5);
+      Trainer t(quiet(3), adamw(), onecycle(), b_dir);
+      t.add_callback(std::make_unique<ModelCheckpoint>(CheckpointOptions{}));
+      t.add_callback(std::make_unique<StopAtStep>(22));
+      t.fit(*b, data);
+      ASSERT_EQ(t.global_step(), 22);
+    }
+    auto c = make_task(99);  // different initial weights: everything must come from the checkpoint
+    Trainer t(quiet(3), adamw(), onecycle(), b_dir);
+    t.add_callback(std::make_unique<ModelCheckpoint>(CheckpointOptions{}));
+    t.fit(*c, data, b_dir / "checkpoints" / "last.ckpt");
+    EXPECT_EQ(t.global_step(), 45);
+    expect_same_weights(a->module(), c->module());
+  }
+}
+
+TEST(Checkpoint, AnotherArchitectureNamesTensors) {
+  const fs::path dir = testing::temp_dir("arch");
+  ToyData data;
+  auto task = make_task(1);
+  Trainer t(quiet(1), adamw(), SchedulerOptions{}, dir);
+  t.add_callback(std::make_unique<ModelCheckpoint>(CheckpointOptions{}));
+  t.fit(*task, data);
+  torch::manual_seed(0);
+  nn::ModelOptions m;
+  m.mlp.hidden = {64};
+  auto other = nn::make_model(m, nn::ModelShape{{1, 4, 4}, 4});
+  Checkpoint c = read_checkpoint(dir / "checkpoints" / "last.ckpt");
+  try {
+    load_module_state(*other->module(), c.model, false);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_NE(e.message().find("shape mismatch: body.fc0.weight (checkpoint [32, 16], model [64, 16])"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("unexpected: body.bn0."), std::string::npos) << e.message();
+  }
+}
+
+TEST(Checkpoint, FailedSaveKeepsPreviousCheckpoint) {
+  const fs::path dir = testing::temp_dir("failsave");
+  ToyData data;
+  auto task = make_task(1);
+  CheckpointOptions co;
+  co.monitor = "";
+  co.save_top_k = 0;
+  Trainer t(quiet(1), adamw(), SchedulerOptions{}, dir);
+  t.add_callback(std::make_unique<ModelCheckpoint>(co));
+  t.fit(*task, data);
+  const fs::path last = dir / "checkpoints" / "last.ckpt";
+  const std::string before = read_file(last / "model.safetensors");
+  const std::string state_before = read_file(last / "state.json");
+  // Train further, then make the next write fail mid-file as a full disk would.
+  TrainerOptions more = quiet(2);
+  Trainer t2(more, adamw(), SchedulerOptions{}, dir);
+  t2.add_callback(std::make_unique<ModelCheckpoint>(co));
+  inject_write_failure_for_testing(2);
+  EXPECT_THROW(t2.fit(*task, data, last), Error);
+  inject_write_failure_for_testing(0);
+  EXPECT_EQ(read_file(last / "model.safetensors"), before);
+  EXPECT_EQ(read_file(last / "state.json"), state_before);
+  for (const auto& e : fs::directory_iterator(dir / "checkpoints"))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  EXPECT_NO_THROW(read_checkpoint(last));
+}
+
+TEST(Checkpoint, TrainableOnlySkipsFrozenAndLoadsPartially) {
+  const fs::path dir = testing::temp_dir("trainable");
+  ToyData data;
+  auto task = make_task(1);
+  TrainerOptions t = quiet(1);
+  t.freeze = {"body.fc0.*", "body.bn0.*"};
+  CheckpointOptions co;
+  co.save_trainable_only = true;
+  Trainer tr(t, adamw(), SchedulerOptions{}, dir);
+  tr.add_callback(std::make_unique<ModelCheckpoint>(co));
+  tr.fit(*task, data);
+  Checkpoint c = read_checkpoint(dir / "checkpoints" / "last.ckpt");
+  EXPECT_EQ(c.model.find("body.fc0.weight"), nullptr);
+  EXPECT_NE(c.model.find("body.fc1.weight"), nullptr);
+  auto fresh = make_task(1);
+  fresh->module().named_parameters()["body.fc0.weight"].set_requires_grad(false);
+  fresh->module().named_parameters()["body.fc0.bias"].set_requires_grad(false);
+  fresh->module().named_parameters()["body.bn0.weight"].set_requires_grad(false);
+  fresh->module().named_parameters()["body.bn0.bias"].set_requires_grad(false);
+  EXPECT_NO_THROW(load_module_state(fresh->module(), c.model, true));
+}
+
+TEST(RunTraining, RefusesExistingRunDirectory) {
+  const fs::path dir = testing::temp_dir("existing");
+  write_file_atomic(dir / "precious.txt", "keep me");
+  RunConfig cfg = parse_run_config("", "test", {"trainer.max_epochs=1"});
+  RunOptions ro;
+  ro.run_dir = dir;
+  std::ostringstream out;
+  try {
+    run_training(cfg, ro, out);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kAlreadyExists);
+    EXPECT_NE(e.one_line().find("already exists (hint: pass --overwrite"), std::string::npos) << e.one_line();
+  }
+  EXPECT_EQ(read_file(dir / "precious.txt"), "keep me");
+}
+
+}  // namespace
+}  // namespace glassbox::train

@@ -1,0 +1,36 @@
+"""Reference values for glassbox's losses, computed with Python PyTorch.
+
+Prints JSON: the inputs (logits, targets) and, for each case, the options and PyTorch's loss.
+The focal loss is the seeds' definition written with torch.nn.functional.
+"""
+import json
+
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+logits = (torch.randn(13, 5, dtype=torch.float64) * 3).float()
+targets = torch.randint(0, 5, (13,))
+weights = [0.5, 2.0, 1.0, 3.0, 0.25]
+
+
+def focal(x, y, alpha, gamma, reduction):
+    ce = F.cross_entropy(x, y, reduction="none")
+    pt = torch.exp(-ce)
+    loss = alpha * (1 - pt) ** gamma * ce
+    return {"mean": loss.mean(), "sum": loss.sum(), "none": loss}[reduction]
+
+
+cases = []
+for ls in (0.0, 0.1):
+    for w in (None, weights):
+        for red in ("mean", "sum", "none"):
+            v = F.cross_entropy(logits, targets, weight=None if w is None else torch.tensor(w), label_smoothing=ls, reduction=red)
+            cases.append({"name": "cross_entropy", "label_smoothing": ls, "class_weights": w or [], "reduction": red,
+                          "value": v.reshape(-1).tolist()})
+for alpha, gamma in ((1.0, 2.0), (0.75, 2.0), (0.25, 0.0), (1.0, 3.5)):
+    for red in ("mean", "sum", "none"):
+        v = focal(logits, targets, alpha, gamma, red)
+        cases.append({"name": "focal", "alpha": alpha, "gamma": gamma, "reduction": red, "value": v.reshape(-1).tolist()})
+
+print(json.dumps({"logits": logits.tolist(), "targets": targets.tolist(), "cases": cases}))
