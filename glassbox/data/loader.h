@@ -10,9 +10,12 @@
 // resumes an epoch at batch k without reading the first k batches (exact resume).
 // Workers: num_workers threads gather batches ahead (prefetch_factor batches per worker);
 // with persistent_workers the threads live across epochs, otherwise they are started per epoch.
-// pin_memory copies finished batches into pinned host memory (for fast non-blocking H2D copies).
+// pin_memory copies finished batches into pinned host memory (for fast non-blocking H2D copies);
+// without CUDA it is a no-op.
 // Thread safety: one consumer thread calls start_epoch/next; errors raised in a worker are
-// rethrown from next() in the consumer thread.
+// rethrown from next() in the consumer thread, in sampler order (the failed batch is skipped: a
+// further next() returns the batch after it). Abandoning an epoch (start_epoch again, or
+// destroying the loader) cancels the batches in flight; the destructor joins every worker.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +42,16 @@ struct LoaderOptions {
   void validate() const;  // throws InvalidArgument naming the field
 };
 
-// A per-batch transform run in the worker (augmentation). `seed` is unique per (epoch, batch).
+// A per-batch transform run in the worker (augmentation). `seed` is unique per (epoch, batch);
+// the batch arrives with batch_index set, and pinning (pin_memory) happens after the transform.
 using BatchTransform = std::function<Batch(Batch, std::uint64_t seed)>;
+
+// The seeds the loader uses: splitmix64 mixing (a bijection on 64 bits), the seed of epoch
+// `epoch`'s permutation (splitmix64(seed * 1000003 + epoch)), and the seed handed to the
+// BatchTransform for batch `batch_index` of `epoch`.
+std::uint64_t splitmix64(std::uint64_t x);
+std::uint64_t epoch_seed(std::int64_t seed, std::int64_t epoch);
+std::uint64_t batch_seed(std::int64_t seed, std::int64_t epoch, std::int64_t batch_index);
 
 class Loader {
  public:
@@ -59,6 +70,12 @@ class Loader {
   std::optional<Batch> next();
   // Sample indices of batch `batch_index` of `epoch` (what next() would return).
   at::Tensor batch_indices(std::int64_t epoch, std::int64_t batch_index) const;
+  // The sample order of `epoch`: [N] int64, a permutation of [0, N) (the identity without shuffle).
+  at::Tensor epoch_order(std::int64_t epoch) const;
+  // The epoch begun by the last start_epoch (-1 before the first), and the index of the batch the
+  // next call to next() returns (num_batches() once the epoch is exhausted).
+  std::int64_t epoch() const;
+  std::int64_t next_batch_index() const;
 
  private:
   struct Impl;

@@ -11,6 +11,13 @@
 // Inputs come back as float32 [N, C, H, W] for images ([N, F] for tabular data), normalised with
 // the training split's mean/std unless `normalize = false` or mean/std are given. Labels int64 [N].
 // Every malformed file is a DataLoss/NotFound error naming the file and what is wrong.
+// Details: uint8 inputs (IDX images, uint8 .npy arrays) are scaled to [0, 1]; [N, H, W] arrays get
+// a channel dimension; labels must be integers >= 0. limit_train keeps the first N training
+// samples (all when N exceeds the set), then val_size samples are drawn with
+// random_split_indices(n, val_size, split_seed); both splits are materialised as TensorDatasets.
+// Statistics are per channel (dim 1), population std, a constant channel gets std 1; a single
+// given mean/std value applies to every channel. num_classes is max(train, test label) + 1, or
+// the number of class_names when those are given (fewer names than classes is an error).
 // Thread safety: load_splits is reentrant.
 #pragma once
 

@@ -1,0 +1,36 @@
+// CSV tables of numeric features with an integer label column.
+//
+//   CsvTable t = read_csv("train.csv", "label");
+//   // t.features: [N, F] float32 (every column but the label, in file order)
+//   // t.labels:   [N] int64
+//
+// Format: a header row of column names, then one row per sample, fields separated by commas
+// (double-quoted fields may contain commas; "" is a quote). Blank lines are skipped, CRLF line
+// endings and a UTF-8 byte-order mark are accepted, surrounding spaces are trimmed. A gzip file
+// (magic 1f 8b) is decompressed first. Errors name the file, the line and the column: a
+// non-numeric or empty cell, a non-integer label, a row with the wrong number of fields, a
+// missing label column (with the closest column name as a hint), a header without features.
+// Thread safety: reentrant.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace glassbox::data {
+
+struct CsvTable {
+  at::Tensor features;  // [N, F] float32
+  at::Tensor labels;    // [N] int64
+  std::vector<std::string> feature_names;  // F names, in file order
+};
+
+CsvTable read_csv(const std::filesystem::path& path, const std::string& label_column);
+
+// Parses CSV text; `source` names it in error messages.
+CsvTable parse_csv(std::string_view text, const std::string& source, const std::string& label_column);
+
+}  // namespace glassbox::data

@@ -1,0 +1,314 @@
+#include "glassbox/data/source.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "glassbox/base/error.h"
+#include "glassbox/data/csv.h"
+#include "glassbox/data/idx.h"
+#include "glassbox/data/npy.h"
+
+namespace glassbox::data {
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kFashionMnistClasses = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+
+// One split as read from disk, before normalisation.
+struct RawSplit {
+  at::Tensor x;  // [N, C, H, W] or [N, F] float32
+  at::Tensor y;  // [N] int64
+  std::string x_source;
+  std::string y_source;
+};
+
+fs::path under_root(const DataOptions& o, const std::string& name) {
+  fs::path p(name);
+  if (p.is_absolute()) return p;
+  return fs::path(o.root) / p;
+}
+
+// NAME, else NAME.gz; NotFound naming both.
+fs::path find_idx(const DataOptions& o, const std::string& name) {
+  const fs::path plain = under_root(o, name);
+  std::error_code ec;
+  if (fs::is_regular_file(plain, ec)) return plain;
+  fs::path gz = plain;
+  gz += ".gz";
+  if (fs::is_regular_file(gz, ec)) return gz;
+  GB_THROW(NotFound, "no IDX file " << plain.string() << " (also tried " << gz.string() << ")",
+           "install Debian's Fashion-MNIST (apt-get install dataset-fashion-mnist) or set data.root to a folder "
+           "with the IDX files");
+}
+
+at::Tensor labels_to_int64(const at::Tensor& y, const std::string& source) {
+  GB_CHECK(y.dim() == 1, DataLoss, source << ": labels must be one-dimensional [N], got shape " << y.sizes(),
+           "store one integer class label per sample");
+  const at::ScalarType t = y.scalar_type();
+  GB_CHECK(at::isIntegralType(t, /*includeBool=*/false), InvalidArgument,
+           source << ": labels must be integers, got " << t, "store class labels as integers 0..K-1 (np.int64)");
+  return y.to(at::kLong).contiguous();
+}
+
+// Features to float32; uint8 arrays are images and are scaled to [0, 1]; [N, H, W] gets a channel.
+at::Tensor features_to_float(const at::Tensor& x, const std::string& source) {
+  GB_CHECK(x.dim() >= 2 && x.dim() <= 4, DataLoss,
+           source << ": inputs must be [N, F], [N, H, W] or [N, C, H, W], got shape " << x.sizes(),
+           "reshape the array so that the sample dimension comes first");
+  GB_CHECK(x.scalar_type() != at::kBool, InvalidArgument, source << ": inputs must be numeric, got bool",
+           "convert with a.astype(np.float32)");
+  at::Tensor f = x.scalar_type() == at::kByte ? x.to(at::kFloat).div_(255.0) : x.to(at::kFloat);
+  if (f.dim() == 3) f = f.unsqueeze(1);
+  return f.contiguous();
+}
+
+RawSplit read_mnist(const DataOptions& o, const std::string& images, const std::string& labels) {
+  const fs::path xp = find_idx(o, images);
+  const fs::path yp = find_idx(o, labels);
+  at::Tensor x = read_idx(xp);
+  at::Tensor y = read_idx(yp);
+  GB_CHECK(x.dim() == 3 || x.dim() == 4, DataLoss,
+           xp.string() << ": images must be [N, H, W] (or [N, C, H, W]), got shape " << x.sizes(),
+           "check data.train_images / data.test_images: this looks like a labels file");
+  GB_CHECK(x.size(0) == y.size(0), DataLoss,
+           xp.string() << " has " << x.size(0) << " images but " << yp.string() << " has " << y.size(0) << " labels",
+           "the images and labels files must belong together; re-download the data set");
+  RawSplit r;
+  r.x_source = xp.string();
+  r.y_source = yp.string();
+  r.y = labels_to_int64(y, r.y_source);
+  r.x = features_to_float(x, r.x_source);
+  return r;
+}
+
+RawSplit read_npy_split(const DataOptions& o, const std::string& xs, const std::string& ys) {
+  RawSplit r;
+  const fs::path xp = under_root(o, xs);
+  const fs::path yp = under_root(o, ys);
+  r.x_source = xp.string();
+  r.y_source = yp.string();
+  at::Tensor x = read_npy(xp);
+  at::Tensor y = read_npy(yp);
+  GB_CHECK(x.dim() >= 1 && y.dim() >= 1 && x.size(0) == y.size(0), DataLoss,
+           r.x_source << " has " << (x.dim() ? x.size(0) : 1) << " samples but " << r.y_source << " has "
+                      << (y.dim() ? y.size(0) : 1) << " labels",
+           "the inputs and labels arrays must have the same first dimension");
+  r.y = labels_to_int64(y, r.y_source);
+  r.x = features_to_float(x, r.x_source);
+  return r;
+}
+
+RawSplit read_csv_split(const DataOptions& o, const std::string& file, std::vector<std::string>* names) {
+  const fs::path p = under_root(o, file);
+  CsvTable t = read_csv(p, o.label_column);
+  if (names != nullptr) *names = t.feature_names;
+  RawSplit r;
+  r.x_source = r.y_source = p.string();
+  r.x = std::move(t.features);
+  r.y = std::move(t.labels);
+  return r;
+}
+
+void check_labels_non_negative(const RawSplit& s) {
+  if (s.y.numel() == 0) return;
+  const std::int64_t* p = s.y.const_data_ptr<std::int64_t>();
+  for (std::int64_t i = 0; i < s.y.numel(); ++i) {
+    GB_CHECK(p[i] >= 0, InvalidArgument,
+             s.y_source << ": label " << p[i] << " of sample " << i << " is negative",
+             "class labels must be integers 0..K-1");
+  }
+}
+
+bool contains_fashion(const std::string& s) {
+  std::string l = s;
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return l.find("fashion") != std::string::npos;
+}
+
+std::vector<double> to_vector(const at::Tensor& t) {
+  at::Tensor d = t.to(at::kDouble).contiguous();
+  return {d.const_data_ptr<double>(), d.const_data_ptr<double>() + d.numel()};
+}
+
+}  // namespace
+
+void DataOptions::visit(FieldVisitor& v) {
+  v.choice("format", format, {"mnist", "npy", "csv"}, "mnist (a folder of IDX files) | npy | csv");
+  v.field("root", root, "folder of the data files (relative file names are resolved against it)");
+  v.field("train_images", train_images, "mnist: training images IDX file (NAME or NAME.gz)");
+  v.field("train_labels", train_labels, "mnist: training labels IDX file");
+  v.field("test_images", test_images, "mnist: test images IDX file");
+  v.field("test_labels", test_labels, "mnist: test labels IDX file");
+  v.field("train_x", train_x, "npy: training inputs");
+  v.field("train_y", train_y, "npy: training labels");
+  v.field("test_x", test_x, "npy: test inputs");
+  v.field("test_y", test_y, "npy: test labels");
+  v.field("train_csv", train_csv, "csv: training table");
+  v.field("test_csv", test_csv, "csv: test table");
+  v.field("label_column", label_column, "csv: name of the label column");
+  v.field("val_size", val_size, "samples moved from the training set to the validation set");
+  v.field("split_seed", split_seed, "seed of the train/validation split");
+  v.field("limit_train", limit_train, "use only the first N training samples (-1: all)");
+  v.field("normalize", normalize, "normalise inputs with the training split's per-channel mean and std");
+  v.field("mean", mean, "per-channel (or per-feature) mean; empty: computed on the training split");
+  v.field("std", std, "per-channel (or per-feature) std; empty: computed on the training split");
+  v.field("class_names", class_names, "class names; empty: the data set's defaults or 0..K-1");
+}
+
+void DataOptions::validate() const {
+  GB_CHECK(format == "mnist" || format == "npy" || format == "csv", InvalidArgument,
+           "data.format must be one of mnist, npy, csv, got \"" << format << "\"", "set data.format = \"mnist\"");
+  GB_CHECK(val_size >= 0, InvalidArgument, "data.val_size must be >= 0, got " << val_size,
+           "use 0 for no validation split");
+  GB_CHECK(limit_train == -1 || limit_train >= 1, InvalidArgument,
+           "data.limit_train must be -1 (all) or >= 1, got " << limit_train, "use -1 for the whole training set");
+  GB_CHECK(mean.size() == std.size(), InvalidArgument,
+           "data.mean has " << mean.size() << " values but data.std has " << std.size(),
+           "give both per channel, or leave both empty to compute them on the training split");
+  for (std::size_t i = 0; i < std.size(); ++i) {
+    GB_CHECK(std::isfinite(std[i]) && std[i] > 0, InvalidArgument, "data.std[" << i << "] must be > 0, got " << std[i],
+             "standard deviations are positive");
+    GB_CHECK(std::isfinite(mean[i]), InvalidArgument, "data.mean[" << i << "] must be finite, got " << mean[i], "");
+  }
+  if (format == "csv") {
+    GB_CHECK(!label_column.empty(), InvalidArgument, "data.label_column must not be empty for format \"csv\"",
+             "name the label column, e.g. \"label\"");
+  }
+}
+
+Splits load_splits(const DataOptions& options) {
+  options.validate();
+  RawSplit train;
+  RawSplit test;
+  if (options.format == "mnist") {
+    train = read_mnist(options, options.train_images, options.train_labels);
+    test = read_mnist(options, options.test_images, options.test_labels);
+  } else if (options.format == "npy") {
+    train = read_npy_split(options, options.train_x, options.train_y);
+    test = read_npy_split(options, options.test_x, options.test_y);
+  } else {
+    std::vector<std::string> train_names;
+    std::vector<std::string> test_names;
+    train = read_csv_split(options, options.train_csv, &train_names);
+    test = read_csv_split(options, options.test_csv, &test_names);
+    if (train_names != test_names) {
+      std::ostringstream a;
+      std::ostringstream b;
+      for (const auto& n : train_names) a << (a.tellp() > 0 ? "," : "") << n;
+      for (const auto& n : test_names) b << (b.tellp() > 0 ? "," : "") << n;
+      GB_THROW(DataLoss,
+               test.x_source << ": feature columns (" << b.str() << ") differ from " << train.x_source << " ("
+                             << a.str() << ")",
+               "the training and test tables need the same feature columns in the same order");
+    }
+  }
+  GB_CHECK(train.x.size(0) > 0, DataLoss, train.x_source << ": the training set is empty", "check the data files");
+  const auto shape_of = [](const at::Tensor& x) {
+    auto s = x.sizes();
+    return std::vector<std::int64_t>(s.begin() + 1, s.end());
+  };
+  const std::vector<std::int64_t> sample_shape = shape_of(train.x);
+  if (shape_of(test.x) != sample_shape) {
+    GB_THROW(DataLoss,
+             test.x_source << ": test samples have shape " << c10::IntArrayRef(shape_of(test.x))
+                           << " but training samples " << c10::IntArrayRef(sample_shape) << " (" << train.x_source
+                           << ")",
+             "the training and test inputs must have the same sample shape");
+  }
+  check_labels_non_negative(train);
+  check_labels_non_negative(test);
+
+  std::int64_t num_classes = std::max(train.y.max().item<std::int64_t>(),
+                                      test.y.numel() > 0 ? test.y.max().item<std::int64_t>() : 0) +
+                             1;
+  Splits out;
+  if (!options.class_names.empty()) {
+    const auto k = static_cast<std::int64_t>(options.class_names.size());
+    GB_CHECK(k >= num_classes, InvalidArgument,
+             "data.class_names has " << k << " names but the labels go up to " << num_classes - 1,
+             "give one name per class (" + std::to_string(num_classes) + " names)");
+    num_classes = k;
+    out.class_names = options.class_names;
+  } else if (num_classes == 10 && contains_fashion(options.root)) {
+    out.class_names = kFashionMnistClasses;
+  } else {
+    for (std::int64_t i = 0; i < num_classes; ++i) out.class_names.push_back(std::to_string(i));
+  }
+
+  // limit_train, then the seeded validation split.
+  at::Tensor x = train.x;
+  at::Tensor y = train.y;
+  if (options.limit_train > 0 && options.limit_train < x.size(0)) {
+    x = x.slice(0, 0, options.limit_train).clone();  // frees the rest of the training set
+    y = y.slice(0, 0, options.limit_train).clone();
+  }
+  const std::int64_t n = x.size(0);
+  GB_CHECK(options.val_size < n, InvalidArgument,
+           "data.val_size (" << options.val_size << ") must be smaller than the training set (" << n << " samples)",
+           "lower data.val_size or raise data.limit_train");
+  at::Tensor x_train = x;
+  at::Tensor y_train = y;
+  at::Tensor x_val;
+  at::Tensor y_val;
+  if (options.val_size > 0) {
+    auto [tr, va] = random_split_indices(n, options.val_size, static_cast<std::uint64_t>(options.split_seed));
+    x_train = x.index_select(0, tr);
+    y_train = y.index_select(0, tr);
+    x_val = x.index_select(0, va);
+    y_val = y.index_select(0, va);
+  } else {
+    x_train = x.contiguous();  // owned here: normalised in place below
+    y_train = y.contiguous();
+  }
+  train.x = at::Tensor();
+  x = at::Tensor();
+  at::Tensor x_test = test.x;
+
+  // Normalisation with the training split's statistics, per channel (dim 1).
+  if (options.normalize) {
+    const std::int64_t c = x_train.size(1);
+    at::Tensor mean;
+    at::Tensor stdev;
+    if (!options.mean.empty()) {
+      const auto k = static_cast<std::int64_t>(options.mean.size());
+      GB_CHECK(k == c || k == 1, InvalidArgument,
+               "data.mean has " << k << " values but the inputs have " << c << (x_train.dim() == 2 ? " features" : " channels"),
+               "give one value per channel (or one for all)");
+      mean = at::tensor(options.mean, at::kDouble).expand({c}).contiguous();
+      stdev = at::tensor(options.std, at::kDouble).expand({c}).contiguous();
+    } else {
+      std::vector<std::int64_t> dims{0};
+      for (std::int64_t d = 2; d < x_train.dim(); ++d) dims.push_back(d);
+      auto [s, m] = at::std_mean(x_train, dims, std::optional<c10::Scalar>(0), /*keepdim=*/false);
+      mean = m.to(at::kDouble);
+      // A constant channel keeps its scale (std 1) instead of dividing by zero.
+      stdev = s.to(at::kDouble);
+      stdev = at::where(stdev > 1e-12, stdev, at::ones_like(stdev));
+    }
+    std::vector<std::int64_t> view(static_cast<std::size_t>(x_train.dim()), 1);
+    view[1] = c;
+    const at::Tensor mf = mean.to(at::kFloat).view(view);
+    const at::Tensor sf = stdev.to(at::kFloat).view(view);
+    x_train.sub_(mf).div_(sf);
+    if (x_val.defined()) x_val.sub_(mf).div_(sf);
+    x_test.sub_(mf).div_(sf);
+    out.mean = to_vector(mean);
+    out.std = to_vector(stdev);
+  }
+
+  out.train = std::make_shared<TensorDataset>(x_train, y_train, num_classes);
+  if (x_val.defined()) out.val = std::make_shared<TensorDataset>(x_val, y_val, num_classes);
+  out.test = std::make_shared<TensorDataset>(x_test, test.y, num_classes);
+  out.num_classes = num_classes;
+  out.sample_shape = sample_shape;
+  return out;
+}
+
+}  // namespace glassbox::data

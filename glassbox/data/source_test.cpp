@@ -1,0 +1,365 @@
+// Tests of the datasets and of load_splits (synthetic folders and the real Fashion-MNIST).
+#include "glassbox/data/source.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <fstream>
+
+#include "glassbox/base/error.h"
+#include "glassbox/data/idx.h"
+#include "glassbox/data/npy.h"
+#include "glassbox/testing/testing.h"
+
+namespace glassbox::data {
+namespace {
+
+namespace fs = std::filesystem;
+using glassbox::testing::temp_dir;
+
+at::Tensor i64(std::initializer_list<std::int64_t> v) { return torch::tensor(std::vector<std::int64_t>(v)); }
+
+
+template <class Fn>
+Error expect_error(Fn fn, ErrorCode code, const std::vector<std::string>& parts) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(error_code_name(e.code()), std::string(error_code_name(code))) << e.what();
+    const std::string what = e.what();
+    for (const auto& p : parts) EXPECT_NE(what.find(p), std::string::npos) << "missing '" << p << "' in: " << what;
+    return e;
+  }
+  ADD_FAILURE() << "no glassbox::Error thrown";
+  return Error(ErrorCode::kInternal, "none");
+}
+
+const TensorDataset& as_tensor(const std::shared_ptr<const Dataset>& d) {
+  const auto* t = dynamic_cast<const TensorDataset*>(d.get());
+  if (t == nullptr) throw std::runtime_error("not a TensorDataset");
+  return *t;
+}
+
+// ------------------------------------------------------------------------------------ datasets
+
+TEST(TensorDataset, GathersByIndexAndInfersClasses) {
+  const at::Tensor x = torch::arange(24, torch::kFloat).reshape({6, 2, 2});
+  const at::Tensor y = i64({0, 4, 1, 1, 2, 0});
+  TensorDataset ds(x, y);
+  EXPECT_EQ(ds.size(), 6);
+  EXPECT_EQ(ds.num_classes(), 5);
+  EXPECT_EQ(ds.sample_shape(), (std::vector<std::int64_t>{2, 2}));
+  const Batch b = ds.get_batch(i64({5, 1, 1}));
+  EXPECT_EQ(b.size(), 3);
+  EXPECT_TRUE(torch::equal(b.inputs[0], x[5]));
+  EXPECT_TRUE(torch::equal(b.inputs[1], x[1]));
+  EXPECT_TRUE(torch::equal(b.targets, i64({0, 4, 4})));
+  EXPECT_TRUE(torch::equal(b.indices, i64({5, 1, 1})));
+  EXPECT_EQ(TensorDataset(x, y, 10).num_classes(), 10);
+  expect_error([&] { TensorDataset(x, y.slice(0, 0, 5)); }, ErrorCode::kInvalidArgument,
+               {"inputs have 6 samples but targets have 5"});
+  expect_error([&] { ds.get_batch(i64({0, 6})); }, ErrorCode::kInvalidArgument,
+               {"index 6 (position 1 of the batch) is out of range [0, 6)"});
+  EXPECT_EQ(ds.get_batch(torch::empty({0}, torch::kLong)).inputs.sizes(), (std::vector<std::int64_t>{0, 2, 2}));
+}
+
+TEST(SubsetDataset, MapsPositionsThroughItsIndices) {
+  auto base = std::make_shared<TensorDataset>(torch::arange(10, torch::kFloat).unsqueeze(1), torch::arange(10) % 3);
+  SubsetDataset sub(base, i64({7, 2, 9}));
+  EXPECT_EQ(sub.size(), 3);
+  EXPECT_EQ(sub.num_classes(), 3);
+  const Batch b = sub.get_batch(i64({2, 0}));
+  EXPECT_TRUE(torch::equal(b.inputs.squeeze(1), torch::tensor({9.0f, 7.0f})));
+  EXPECT_TRUE(torch::equal(b.indices, i64({2, 0})));  // positions in the subset
+  EXPECT_TRUE(torch::equal(sub.all_targets(), i64({1, 2, 0})));
+  EXPECT_THROW(sub.get_batch(i64({3})), Error);
+  EXPECT_THROW(SubsetDataset(base, i64({10})), Error);
+}
+
+TEST(RandomSplit, DeterministicDisjointSortedAndComplete) {
+  auto [a, b] = random_split_indices(1000, 100, 42);
+  EXPECT_EQ(a.numel(), 900);
+  EXPECT_EQ(b.numel(), 100);
+  EXPECT_TRUE(torch::equal(std::get<0>(a.sort()), a));
+  EXPECT_TRUE(torch::equal(std::get<0>(b.sort()), b));
+  EXPECT_TRUE(torch::equal(std::get<0>(torch::cat({a, b}).sort()), torch::arange(1000, torch::kLong)));
+  auto [a2, b2] = random_split_indices(1000, 100, 42);
+  EXPECT_TRUE(torch::equal(b, b2));
+  auto [a3, b3] = random_split_indices(1000, 100, 43);
+  EXPECT_FALSE(torch::equal(b, b3));
+  EXPECT_FALSE(torch::equal(b, torch::arange(900, 1000, torch::kLong)));  // not just the tail
+  EXPECT_EQ(random_split_indices(10, 0, 1).second.numel(), 0);
+  EXPECT_THROW(random_split_indices(10, 11, 1), Error);
+}
+
+// ------------------------------------------------------------------------- synthetic sources
+
+// An IDX folder: train 10 images 4x4, test 6; labels 0..2 (or 0..9 with ten_classes).
+fs::path make_mnist_dir(const std::string& name, bool ten_classes = false) {
+  const fs::path d = temp_dir(name);
+  torch::manual_seed(1);
+  write_idx(d / "train-images-idx3-ubyte", torch::randint(0, 256, {10, 4, 4}).to(torch::kByte));
+  at::Tensor y = ten_classes ? torch::arange(10) : torch::arange(10) % 3;
+  write_idx(d / "train-labels-idx1-ubyte", y.to(torch::kByte));
+  write_idx(d / "t10k-images-idx3-ubyte.gz", torch::randint(0, 256, {6, 4, 4}).to(torch::kByte), true);
+  write_idx(d / "t10k-labels-idx1-ubyte.gz", (torch::arange(6) % 3).to(torch::kByte), true);
+  return d;
+}
+
+TEST(LoadSplits, MnistFolderWithGzipFallback) {
+  DataOptions o;
+  o.root = make_mnist_dir("mnist-small").string();
+  o.val_size = 2;
+  Splits s = load_splits(o);
+  EXPECT_EQ(s.train->size(), 8);
+  EXPECT_EQ(s.val->size(), 2);
+  EXPECT_EQ(s.test->size(), 6);
+  EXPECT_EQ(s.sample_shape, (std::vector<std::int64_t>{1, 4, 4}));
+  EXPECT_EQ(s.num_classes, 3);
+  EXPECT_EQ(s.train->num_classes(), 3);
+  EXPECT_EQ(s.class_names, (std::vector<std::string>{"0", "1", "2"}));
+  ASSERT_EQ(s.mean.size(), 1u);
+  // Inputs = (pixel / 255 - mean) / std with the training split's statistics.
+  const at::Tensor raw = read_idx(fs::path(o.root) / "train-images-idx3-ubyte").to(torch::kFloat) / 255;
+  auto [tr, va] = random_split_indices(10, 2, 42);
+  const at::Tensor m = raw.index_select(0, tr).mean();
+  const at::Tensor sd = raw.index_select(0, tr).std(/*unbiased=*/false);
+  EXPECT_NEAR(s.mean[0], m.item<double>(), 1e-6);
+  EXPECT_NEAR(s.std[0], sd.item<double>(), 1e-6);
+  const at::Tensor expected_val = ((raw.index_select(0, va) - m) / sd).unsqueeze(1);
+  EXPECT_TRUE(torch::allclose(as_tensor(s.val).inputs(), expected_val, 1e-5, 1e-5));
+  const at::Tensor labels = read_idx(fs::path(o.root) / "train-labels-idx1-ubyte").to(torch::kLong);
+  EXPECT_TRUE(torch::equal(as_tensor(s.val).targets(), labels.index_select(0, va)));
+  EXPECT_TRUE(torch::equal(as_tensor(s.train).targets(), labels.index_select(0, tr)));
+
+  o.val_size = 0;
+  o.normalize = false;
+  s = load_splits(o);
+  EXPECT_EQ(s.val, nullptr);
+  EXPECT_TRUE(s.mean.empty());
+  EXPECT_TRUE(torch::allclose(as_tensor(s.train).inputs(), raw.unsqueeze(1)));
+  o.val_size = 10;
+  expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument,
+               {"data.val_size (10) must be smaller than the training set (10 samples)"});
+}
+
+TEST(LoadSplits, MnistErrors) {
+  const fs::path d = make_mnist_dir("mnist-bad");
+  DataOptions o;
+  o.root = d.string();
+  o.val_size = 0;
+  write_idx(d / "train-labels-idx1-ubyte", torch::zeros({9}, torch::kByte));
+  expect_error([&] { load_splits(o); }, ErrorCode::kDataLoss,
+               {(d / "train-images-idx3-ubyte").string() + " has 10 images but " +
+                (d / "train-labels-idx1-ubyte").string() + " has 9 labels"});
+  const fs::path empty = temp_dir("mnist-none");
+  o.root = empty.string();
+  Error e = expect_error([&] { load_splits(o); }, ErrorCode::kNotFound,
+                         {(empty / "train-images-idx3-ubyte").string(),
+                          (empty / "train-images-idx3-ubyte.gz").string()});
+  EXPECT_NE(e.hint().find("apt-get install dataset-fashion-mnist"), std::string::npos);
+  EXPECT_NE(e.hint().find("data.root"), std::string::npos);
+  // Ten classes under a root named "fashion": the Fashion-MNIST class names.
+  o.root = make_mnist_dir("fashion-small", /*ten_classes=*/true).string();
+  const Splits s = load_splits(o);
+  ASSERT_EQ(s.class_names.size(), 10u);
+  EXPECT_EQ(s.class_names[0], "T-shirt/top");
+  EXPECT_EQ(s.class_names[9], "Ankle boot");
+  o.class_names = {"a", "b"};
+  expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument, {"data.class_names has 2 names"});
+}
+
+fs::path make_npy_dir(const std::string& name) {
+  const fs::path d = temp_dir(name);
+  torch::manual_seed(5);
+  // Features with different scales: [40, 3] float64 (converted to float32).
+  const at::Tensor x = torch::randn({40, 3}, torch::kDouble) * torch::tensor({1.0, 10.0, 0.1}, torch::kDouble) +
+                       torch::tensor({5.0, -3.0, 0.0}, torch::kDouble);
+  write_npy(d / "train_x.npy", x);
+  write_npy(d / "train_y.npy", (torch::arange(40) % 4).to(torch::kInt));
+  write_npy(d / "test_x.npy", torch::randn({12, 3}));
+  write_npy(d / "test_y.npy", torch::arange(12) % 5);
+  return d;
+}
+
+TEST(LoadSplits, NpyPerFeatureNormalisationAndOptions) {
+  DataOptions o;
+  o.format = "npy";
+  o.root = make_npy_dir("npy-src").string();
+  o.val_size = 8;
+  Splits s = load_splits(o);
+  EXPECT_EQ(s.train->size(), 32);
+  EXPECT_EQ(s.val->size(), 8);
+  EXPECT_EQ(s.test->size(), 12);
+  EXPECT_EQ(s.num_classes, 5);  // the test labels reach 4
+  EXPECT_EQ(s.sample_shape, (std::vector<std::int64_t>{3}));
+  ASSERT_EQ(s.mean.size(), 3u);
+  const at::Tensor xt = as_tensor(s.train).inputs();
+  EXPECT_EQ(xt.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::allclose(xt.mean(0), torch::zeros({3}), 0, 1e-5)) << xt.mean(0);
+  EXPECT_TRUE(torch::allclose(xt.std(0, /*unbiased=*/false), torch::ones({3}), 0, 1e-5));
+  EXPECT_GT(s.std[1], 5.0);  // the second feature's scale is ~10
+  EXPECT_LT(s.std[2], 0.2);
+
+  // Given statistics are applied as given.
+  o.mean = {1.0, 2.0, 3.0};
+  o.std = {2.0, 4.0, 0.5};
+  s = load_splits(o);
+  const at::Tensor raw_test = read_npy(fs::path(o.root) / "test_x.npy");
+  EXPECT_TRUE(torch::allclose(as_tensor(s.test).inputs(),
+                              (raw_test - torch::tensor({1.0f, 2.0f, 3.0f})) / torch::tensor({2.0f, 4.0f, 0.5f})));
+  EXPECT_EQ(s.mean, o.mean);
+  o.mean = {1.0};
+  o.std = {2.0};
+  EXPECT_TRUE(torch::allclose(as_tensor(load_splits(o).test).inputs(), (raw_test - 1) / 2));
+  o.mean = {1.0, 2.0};
+  o.std = {1.0, 1.0};
+  expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument, {"data.mean has 2 values but the inputs have 3"});
+  o.mean.clear();
+  o.std = {1.0};
+  expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument, {"data.mean has 0 values but data.std has 1"});
+  o.std.clear();
+
+  // limit_train and the split seed.
+  o.limit_train = 20;
+  o.val_size = 5;
+  s = load_splits(o);
+  EXPECT_EQ(s.train->size(), 15);
+  const at::Tensor val_a = as_tensor(s.val).inputs();
+  o.split_seed = 7;
+  const at::Tensor val_b = as_tensor(load_splits(o).val).inputs();
+  EXPECT_FALSE(torch::equal(val_a, val_b));
+
+  // Labels must be >= 0.
+  write_npy(fs::path(o.root) / "train_y.npy", torch::tensor({0, 1, 2, -1}).repeat({10}));
+  expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument,
+               {(fs::path(o.root) / "train_y.npy").string() + ": label -1 of sample 3 is negative"});
+  write_npy(fs::path(o.root) / "train_y.npy", torch::arange(40).to(torch::kFloat));
+  expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument, {"labels must be integers"});
+  write_npy(fs::path(o.root) / "train_y.npy", torch::arange(39));
+  expect_error([&] { load_splits(o); }, ErrorCode::kDataLoss, {"has 40 samples but", "has 39 labels"});
+}
+
+TEST(LoadSplits, CsvTables) {
+  const fs::path d = temp_dir("csv-src");
+  {
+    std::ofstream tr(d / "train.csv");
+    tr << "f1,f2,y\n";
+    for (int i = 0; i < 30; ++i) tr << i << "," << (i % 5) * 2.5 << "," << i % 3 << "\n";
+    std::ofstream te(d / "test.csv");
+    te << "f1,f2,y\n1,2,0\n3,4,1\n";
+  }
+  DataOptions o;
+  o.format = "csv";
+  o.root = d.string();
+  o.label_column = "y";
+  o.val_size = 6;
+  const Splits s = load_splits(o);
+  EXPECT_EQ(s.train->size(), 24);
+  EXPECT_EQ(s.val->size(), 6);
+  EXPECT_EQ(s.test->size(), 2);
+  EXPECT_EQ(s.sample_shape, (std::vector<std::int64_t>{2}));
+  EXPECT_EQ(s.num_classes, 3);
+  EXPECT_EQ(s.mean.size(), 2u);
+  {
+    std::ofstream te(d / "test.csv");
+    te << "f1,f3,y\n1,2,0\n";
+  }
+  expect_error([&] { load_splits(o); }, ErrorCode::kDataLoss, {(d / "test.csv").string(), "feature columns (f1,f3)"});
+  o.label_column = "why";
+  expect_error([&] { load_splits(o); }, ErrorCode::kNotFound, {"no label column 'why'"});
+}
+
+TEST(DataOptions, VisitRoundTripAndValidate) {
+  DataOptions o;
+  load_config("format = \"npy\"\nval_size = 100\nmean = [0.5]\nstd = [0.25]\n", "t.toml", {"limit_train=1000"},
+              visit_fn(o));
+  EXPECT_EQ(o.format, "npy");
+  EXPECT_EQ(o.val_size, 100);
+  EXPECT_EQ(o.limit_train, 1000);
+  EXPECT_EQ(o.mean, std::vector<double>{0.5});
+  EXPECT_NO_THROW(o.validate());
+  DataOptions back;
+  load_config(to_toml(visit_fn(o)), "round-trip", {}, visit_fn(back));
+  EXPECT_EQ(back.format, "npy");
+  EXPECT_EQ(back.std, std::vector<double>{0.25});
+  EXPECT_THROW(load_config("format = \"parquet\"\n", "t.toml", {}, visit_fn(back)), Error);
+  DataOptions bad;
+  bad.val_size = -1;
+  expect_error([&] { bad.validate(); }, ErrorCode::kInvalidArgument, {"data.val_size must be >= 0, got -1"});
+  bad = DataOptions();
+  bad.std = {0.0};
+  bad.mean = {0.0};
+  expect_error([&] { bad.validate(); }, ErrorCode::kInvalidArgument, {"data.std[0] must be > 0"});
+  bad = DataOptions();
+  bad.limit_train = 0;
+  expect_error([&] { bad.validate(); }, ErrorCode::kInvalidArgument, {"data.limit_train"});
+}
+
+// ----------------------------------------------------------------------------- Fashion-MNIST
+
+const char* kFashion = "/usr/share/datasets/fashion-mnist";
+
+class FashionMnist : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!fs::exists(fs::path(kFashion) / "train-images-idx3-ubyte.gz")) return;
+    splits_ = new Splits(load_splits(DataOptions()));
+  }
+  static void TearDownTestSuite() {
+    delete splits_;
+    splits_ = nullptr;
+  }
+  void SetUp() override {
+    if (splits_ == nullptr) GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)";
+  }
+  static Splits* splits_;
+};
+Splits* FashionMnist::splits_ = nullptr;
+
+TEST_F(FashionMnist, SizesClassesAndShapes) {
+  const Splits& s = *splits_;
+  EXPECT_EQ(s.train->size(), 55000);
+  ASSERT_NE(s.val, nullptr);
+  EXPECT_EQ(s.val->size(), 5000);
+  EXPECT_EQ(s.test->size(), 10000);
+  EXPECT_EQ(s.num_classes, 10);
+  EXPECT_EQ(s.sample_shape, (std::vector<std::int64_t>{1, 28, 28}));
+  EXPECT_EQ(s.class_names.front(), "T-shirt/top");
+  EXPECT_EQ(s.class_names.back(), "Ankle boot");
+  EXPECT_EQ(as_tensor(s.train).inputs().sizes(), (std::vector<std::int64_t>{55000, 1, 28, 28}));
+  EXPECT_EQ(as_tensor(s.train).inputs().scalar_type(), torch::kFloat);
+  EXPECT_EQ(as_tensor(s.train).targets().scalar_type(), torch::kLong);
+  // Fashion-MNIST is balanced: 1000 test and 6000 training images per class.
+  EXPECT_TRUE(torch::equal(torch::bincount(as_tensor(s.test).targets()), torch::full({10}, 1000, torch::kLong)));
+  EXPECT_TRUE(torch::equal(torch::bincount(as_tensor(s.train).targets()) + torch::bincount(as_tensor(s.val).targets()),
+                           torch::full({10}, 6000, torch::kLong)));
+}
+
+TEST_F(FashionMnist, NormalisedWithTheTrainingStatistics) {
+  const Splits& s = *splits_;
+  ASSERT_EQ(s.mean.size(), 1u);
+  // The published pixel statistics of the training set: mean 0.2860, std 0.3530.
+  EXPECT_NEAR(s.mean[0], 0.2860, 0.002);
+  EXPECT_NEAR(s.std[0], 0.3530, 0.002);
+  const at::Tensor x = as_tensor(s.train).inputs();
+  EXPECT_NEAR(x.mean().item<double>(), 0.0, 1e-4);
+  EXPECT_NEAR(x.std().item<double>(), 1.0, 1e-4);
+  EXPECT_NEAR(as_tensor(s.test).inputs().mean().item<double>(), 0.0, 0.05);
+  EXPECT_NEAR(as_tensor(s.val).inputs().mean().item<double>(), 0.0, 0.05);
+}
+
+TEST_F(FashionMnist, SplitIsDeterministicAndMatchesTheRawFiles) {
+  const Splits& s = *splits_;
+  auto [tr, va] = random_split_indices(60000, 5000, 42);
+  const at::Tensor labels = read_idx(fs::path(kFashion) / "train-labels-idx1-ubyte.gz").to(torch::kLong);
+  EXPECT_TRUE(torch::equal(as_tensor(s.val).targets(), labels.index_select(0, va)));
+  EXPECT_TRUE(torch::equal(as_tensor(s.train).targets(), labels.index_select(0, tr)));
+  const at::Tensor images = read_idx(fs::path(kFashion) / "train-images-idx3-ubyte.gz");
+  const at::Tensor v = images.index_select(0, va.slice(0, 0, 100)).to(torch::kFloat).div(255).unsqueeze(1);
+  const at::Tensor expected = (v - static_cast<float>(s.mean[0])) / static_cast<float>(s.std[0]);
+  EXPECT_TRUE(torch::allclose(as_tensor(s.val).inputs().slice(0, 0, 100), expected, 1e-5, 1e-5));
+}
+
+}  // namespace
+}  // namespace glassbox::data
