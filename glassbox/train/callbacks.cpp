@@ -109,6 +109,10 @@ void ModelCheckpoint::on_validation_end(Trainer& t) {
   if (t.sanity_checking() || options_.monitor.empty()) return;
   if (options_.every_n_epochs == 0 || (t.current_epoch() + 1) % options_.every_n_epochs != 0) return;
   if (t.callback_metrics().count(options_.monitor) == 0) return;
+  if (t.batch_in_epoch() >= t.num_training_batches()) {
+    pending_ = true;  // end of epoch: saved in on_train_epoch_end, after the epoch's scheduler step
+    return;
+  }
   save(t, true);
 }
 
@@ -117,7 +121,10 @@ void ModelCheckpoint::on_train_epoch_end(Trainer& t) {
   if (!epoch_complete) return;
   // Monitoring a metric that is not validated (e.g. train_loss) saves here; unmonitored too.
   const bool monitored_here = !options_.monitor.empty() && options_.monitor.rfind("val_", 0) != 0;
-  if (options_.every_n_epochs > 0 && (t.current_epoch() + 1) % options_.every_n_epochs == 0) {
+  if (pending_) {
+    pending_ = false;
+    save(t, true);
+  } else if (options_.every_n_epochs > 0 && (t.current_epoch() + 1) % options_.every_n_epochs == 0) {
     if (options_.monitor.empty()) save(t, false);
     else if (monitored_here) save(t, true);
   }

@@ -71,6 +71,7 @@ class ModelCheckpoint final : public Callback {
   double best_score_;
   std::string last_path_;
   std::int64_t last_saved_step_ = -1;
+  bool pending_ = false;  // a monitored save waiting for the end of the epoch
 };
 
 struct EarlyStoppingOptions {

@@ -274,7 +274,12 @@ void Trainer::train_epoch() {
     row["lr"] = optimizer_->lr(0);
     row["epoch_end"] = epoch_complete;
     if (options_.fast_dev_run == 0) logger_.log(row);
-    each_callback([&](Callback& c) { c.on_train_epoch_end(*this); });
+  }
+  // Lightning's order at the end of an epoch: on_train_epoch_end, the "epoch" scheduler step,
+  // then checkpointing — so a checkpoint written here resumes after the scheduler has stepped.
+  if (epoch_complete || should_stop_) {
+    for (auto& c : callbacks_)
+      if (!c->is_checkpoint()) c->on_train_epoch_end(*this);
   }
   if (epoch_complete && scheduler_options_.interval == "epoch") {
     double metric = NAN;
@@ -285,6 +290,10 @@ void Trainer::train_epoch() {
              "set scheduler.monitor to a logged metric such as val_loss");
     scheduler_->step(metric);
     apply_schedule();
+  }
+  if (epoch_complete || should_stop_) {
+    for (auto& c : callbacks_)
+      if (c->is_checkpoint()) c->on_train_epoch_end(*this);
   }
 }
 
