@@ -16,7 +16,7 @@
 namespace glassbox::bench {
 
 struct TrainBenchOptions {
-  std::int64_t steps = 2000;
+  std::int64_t steps = 1000;
   std::int64_t warmup = 100;
   std::int64_t batch_size = 32;
   std::int64_t threads = 2;

@@ -140,8 +140,11 @@ TEST(Trainer, LearnsToyProblemAndLogs) {
   EXPECT_EQ(trainer.global_step(), 8 * 15);  // 480 samples / 32
   // metrics.csv has the logged columns, one row per log event.
   const std::string csv = read_file(dir / "metrics.csv");
-  EXPECT_EQ(csv.rfind("epoch,step,train_loss,lr", 0), 0u) << csv.substr(0, 200);
-  EXPECT_NE(csv.find("val_acc"), std::string::npos);
+  const std::string header = csv.substr(0, csv.find('\n'));
+  for (const char* col : {"epoch", "step", "train_loss", "train_acc", "lr", "grad_norm", "val_loss", "val_acc", "test_acc"})
+    EXPECT_NE(header.find(col), std::string::npos) << col << " missing from " << header;
+  // One row per logged step (every 5 of 120) + one per epoch + the test row.
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 24 + 8 + 1) << csv;
   EXPECT_EQ(trainer.stop_reason(), "max_epochs reached");
 }
 
