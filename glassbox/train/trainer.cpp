@@ -206,6 +206,7 @@ void Trainer::train_epoch() {
   accumulated_ = 0;
   const std::int64_t accumulate = options_.accumulate_grad_batches;
   const bool validate_this_epoch = val_set_ && val_set_->size() > 0 && ((epoch_ + 1) % options_.check_val_every_n_epoch == 0);
+  bool end_of_epoch_val = false;
   while (batch_in_epoch_ < num_train_batches_) {
     std::optional<data::Batch> next = train_loader_->next();
     if (!next) break;
@@ -254,8 +255,12 @@ void Trainer::train_epoch() {
     each_callback([&](Callback& c) { c.on_train_batch_end(*this, out, batch); });
     if (options_.max_steps > 0 && global_step_ >= options_.max_steps) request_stop("max_steps reached");
     if (time_exceeded()) request_stop("max_time reached");
-    const bool mid_val = validate_this_epoch && window_done && batch_in_epoch_ % val_every_batches_ == 0 && batch_in_epoch_ < num_train_batches_;
-    if (mid_val && !should_stop_) {
+    // Lightning's rule: validate after every val_check_batch-th batch of the epoch (the last
+    // batch only when it is such a multiple); the end-of-epoch check runs after the loop.
+    const bool val_due = validate_this_epoch && window_done && batch_in_epoch_ % val_every_batches_ == 0;
+    if (val_due && batch_in_epoch_ == num_train_batches_) {
+      end_of_epoch_val = true;
+    } else if (val_due && !should_stop_) {
       run_validation();
       module.train();
     }
@@ -266,7 +271,7 @@ void Trainer::train_epoch() {
     callback_metrics_["train_loss"] = epoch_loss_sum_.item<double>() / static_cast<double>(epoch_loss_count_);
     if (epoch_seen_ > 0) callback_metrics_["train_acc"] = static_cast<double>(epoch_correct_) / static_cast<double>(epoch_seen_);
   }
-  if (epoch_complete && validate_this_epoch) run_validation();
+  if (epoch_complete && end_of_epoch_val) run_validation();
   if (epoch_complete || should_stop_) {
     nlohmann::json row = {{"epoch", epoch_}, {"step", global_step_}};
     for (const char* k : {"train_loss", "train_acc", "val_loss", "val_acc"})

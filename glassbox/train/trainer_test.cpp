@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
@@ -315,6 +316,92 @@ TEST(RunTraining, RefusesExistingRunDirectory) {
     EXPECT_NE(e.one_line().find("already exists (hint: pass --overwrite"), std::string::npos) << e.one_line();
   }
   EXPECT_EQ(read_file(dir / "precious.txt"), "keep me");
+}
+
+TEST(Trainer, EarlyStoppingCountsValidationChecksAndRecordsReason) {
+  ToyData data;
+  auto task = make_task(1);
+  TrainerOptions t = quiet(50);
+  t.val_check_interval = 0.5;  // two validation checks per epoch
+  OptimizerOptions frozen = adamw();
+  frozen.lr = 0.0;  // nothing improves
+  frozen.weight_decay = 0.0;
+  Trainer trainer(t, frozen, SchedulerOptions{});
+  EarlyStoppingOptions es;
+  es.enabled = true;
+  es.patience = 3;
+  trainer.add_callback(std::make_unique<EarlyStopping>(es));
+  trainer.fit(*task, data);
+  // check 1 sets the best; checks 2, 3, 4 do not improve -> stop at the 4th check (mid-epoch 2).
+  EXPECT_EQ(trainer.current_epoch(), 1);
+  EXPECT_NE(trainer.stop_reason().find("early stopping: val_loss did not improve by more than 0 for 3 validation checks"), std::string::npos)
+      << trainer.stop_reason();
+}
+
+TEST(Trainer, Bf16AutocastOnCpuTrains) {
+  ToyData data;
+  auto task = make_task(1);
+  TrainerOptions t = quiet(8);
+  t.precision = "bf16-mixed";
+  Trainer trainer(t, adamw(), onecycle());
+  trainer.fit(*task, data);
+  EXPECT_GT(trainer.test(*task, data).accuracy, 0.6);
+  TrainerOptions fp16 = quiet(1);
+  fp16.precision = "16-mixed";
+  fp16.device = "cpu";
+  Trainer bad(fp16, adamw(), SchedulerOptions{});
+  EXPECT_THROW(bad.fit(*task, data), Error);  // fp16 needs CUDA; bf16 is the CPU choice
+}
+
+TEST(Trainer, GradientClippingByNormBoundsTheStep) {
+  ToyData data;
+  auto task = make_task(1);
+  TrainerOptions t = quiet(1);
+  t.gradient_clip_val = 1e-3;
+  t.log_every_n_steps = 1;
+  class NormCheck final : public Callback {
+   public:
+    std::string name() const override { return "NormCheck"; }
+    void on_before_optimizer_step(Trainer& tr) override {
+      std::vector<at::Tensor> norms;
+      for (const auto& p : tr.task()->module().parameters())
+        if (p.grad().defined()) norms.push_back(p.grad().norm());
+      max_norm = std::max(max_norm, torch::stack(norms).norm().item<double>());
+      unclipped = std::max(unclipped, tr.last_grad_norm());
+    }
+    double max_norm = 0, unclipped = 0;
+  };
+  auto check = std::make_unique<NormCheck>();
+  NormCheck* c = check.get();
+  Trainer trainer(t, adamw(), SchedulerOptions{});
+  trainer.add_callback(std::move(check));
+  trainer.fit(*task, data);
+  EXPECT_LE(c->max_norm, 1.0001e-3);
+  EXPECT_GT(c->unclipped, 1e-2);  // the raw norms were far above the threshold
+}
+
+TEST(Checkpoint, PythonSafetensorsReadsTheWeights) {
+  const fs::path dir = testing::temp_dir("pyread");
+  ToyData data;
+  auto task = make_task(1);
+  Trainer t(quiet(1), adamw(), SchedulerOptions{}, dir);
+  t.add_callback(std::make_unique<ModelCheckpoint>(CheckpointOptions{}));
+  t.fit(*task, data);
+  const fs::path weights = dir / "checkpoints" / "last.ckpt" / "model.safetensors";
+  const std::string script = "import json,sys; from safetensors.torch import load_file; d=load_file(sys.argv[1]); "
+                             "print(json.dumps({k: [list(v.shape), float(v.double().sum())] for k, v in d.items()}))";
+  auto [rc, out] = testing::run_command("'" + testing::python().string() + "' -c \"" + script + "\" '" + weights.string() + "'");
+  ASSERT_EQ(rc, 0) << out;
+  const auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  int n = 0;
+  for (const auto& p : task->module().named_parameters(true)) {
+    ASSERT_TRUE(j.contains(p.key())) << p.key();
+    EXPECT_EQ(j[p.key()][0].get<std::vector<std::int64_t>>(), p.value().sizes().vec());
+    EXPECT_NEAR(j[p.key()][1].get<double>(), p.value().to(torch::kDouble).sum().item<double>(), 1e-9);
+    ++n;
+  }
+  EXPECT_TRUE(j.contains("body.bn0.running_mean"));
+  EXPECT_EQ(n, 10);
 }
 
 }  // namespace
