@@ -3,7 +3,6 @@
 Logging, checkpointing, progress bar and model summary are off (Lightning's barebones-like
 setup), so the figure is Lightning's own loop overhead on top of PyTorch. Prints {"sps": ...}.
 """
-import argparse
 import json
 import logging
 import time
@@ -15,7 +14,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import pytorch_lightning as pl
 
-from python_loop import build
+from python_loop import build, parse_args
 
 
 class Task(pl.LightningModule):
@@ -43,13 +42,7 @@ class Clock(pl.Callback):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=2000)
-    ap.add_argument("--warmup", type=int, default=100)
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--samples", type=int, default=8192)
-    args = ap.parse_args()
+    args = parse_args()
     warnings.filterwarnings("ignore")
     logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)

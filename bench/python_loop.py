@@ -20,14 +20,19 @@ def build(hidden, classes, features):
     return nn.Sequential(*layers)
 
 
-def main():
+def parse_args():
+    """The options every anchor of `glassbox bench train` takes."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--samples", type=int, default=8192)
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    args = parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     x = torch.randn(args.samples, 1, 28, 28)
