@@ -63,18 +63,18 @@ format-check:
 	$(CLANG_FORMAT) --dry-run --Werror $(FORMAT_FILES)
 	@echo "format-check: $(words $(FORMAT_FILES)) files formatted"
 
-# clang-tidy reads a copy of build/compile_commands.json in build/tidy/ whose precompiled-header
+# clang-tidy reads a copy of build/compile_commands.json in build-tidy/ whose precompiled-header
 # include points at a copy of CMake's cmake_pch.hxx: clang cannot read GCC's .gch beside the original.
 define TIDY_DB
 import json, os, re, shutil
-os.makedirs("build/tidy", exist_ok=True)
+os.makedirs("build-tidy", exist_ok=True)
 db = json.load(open("build/compile_commands.json"))
 for e in db:
     for m in re.findall(r"-include (\S+/cmake_pch\.hxx)", e["command"]):
-        shutil.copyfile(m, "build/tidy/cmake_pch.hxx")
-        e["command"] = e["command"].replace(m, os.path.abspath("build/tidy/cmake_pch.hxx"))
+        shutil.copyfile(m, "build-tidy/cmake_pch.hxx")
+        e["command"] = e["command"].replace(m, os.path.abspath("build-tidy/cmake_pch.hxx"))
     e["command"] = e["command"].replace(" -Winvalid-pch", "")
-json.dump(db, open("build/tidy/compile_commands.json", "w"), indent=1)
+json.dump(db, open("build-tidy/compile_commands.json", "w"), indent=1)
 endef
 export TIDY_DB
 
@@ -82,4 +82,4 @@ tidy:
 	@command -v $(CLANG_TIDY) >/dev/null || { echo "no $(CLANG_TIDY): scripts/setup --lint-tools"; exit 1; }
 	@test -f build/compile_commands.json || { GB_SKIP_BUILD=1 scripts/setup && scripts/build; }
 	@python3 -c "$$TIDY_DB"
-	$(CLANG_TIDY) -p build/tidy --quiet $(TIDY_FILES)
+	$(CLANG_TIDY) -p build-tidy --quiet $(TIDY_FILES)
