@@ -94,10 +94,22 @@ TEST(Cli, TrainWritesRunDirectoryAndRefusesToOverwrite) {
   // A checkpoint of another architecture names the tensors that do not fit, and changes nothing.
   const std::string ckpt = (run / "checkpoints" / "last.ckpt").string();
   const std::string weights_before = read_file(run / "checkpoints" / "last.ckpt" / "model.safetensors");
+  const std::string config_before = read_file(run / "config.toml");
   auto [rc3, out3] = testing::run_command(gb() + " train --resume " + ckpt + kSmall + " --set model.mlp.hidden=[64]");
   EXPECT_EQ(rc3, 2) << out3;
   EXPECT_NE(out3.find("body.fc0.weight (checkpoint [256, 784], model [64, 784])"), std::string::npos) << out3;
   EXPECT_EQ(read_file(run / "checkpoints" / "last.ckpt" / "model.safetensors"), weights_before);
+  EXPECT_EQ(read_file(run / "config.toml"), config_before);
+
+  // A good resume continues the run: one more epoch, metrics.csv keeps the first run's rows.
+  const std::string csv_before = read_file(run / "metrics.csv");
+  auto [rc5, out5] = testing::run_command(gb() + " train --resume " + ckpt + kSmall + " --set trainer.max_epochs=2");
+  ASSERT_EQ(rc5, 0) << out5;
+  const std::string csv_after = read_file(run / "metrics.csv");
+  EXPECT_GT(csv_after.size(), csv_before.size());
+  EXPECT_EQ(nlohmann::json::parse(read_file(run / "summary.json"))["epochs"].get<int>(), 2);
+  const std::string first_row = csv_before.substr(csv_before.find('\n') + 1, 20);
+  EXPECT_NE(csv_after.find(first_row), std::string::npos);
 
   // A truncated checkpoint is reported as such.
   const fs::path broken = dir / "broken.ckpt";

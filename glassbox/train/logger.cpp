@@ -7,10 +7,24 @@
 namespace glassbox::train {
 
 MetricsLogger::MetricsLogger(std::filesystem::path dir) : dir_(std::move(dir)) {
-  if (!dir_.empty()) {
-    std::filesystem::create_directories(dir_);
-    jsonl_.open(dir_ / "metrics.jsonl", std::ios::app);
+  if (dir_.empty()) return;
+  std::filesystem::create_directories(dir_);
+  // A resumed run appends: earlier rows stay in metrics.jsonl and are carried into metrics.csv.
+  const auto path = dir_ / "metrics.jsonl";
+  if (std::filesystem::exists(path)) {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (!row.is_object()) continue;  // a line cut short by a crash is skipped, not fatal
+      for (auto it = row.begin(); it != row.end(); ++it)
+        if (known_.insert(it.key()).second) columns_.push_back(it.key());
+      rows_.push_back(std::move(row));
+    }
+    rows_at_last_csv_ = rows_.size();
   }
+  jsonl_.open(path, std::ios::app);
 }
 
 void MetricsLogger::log(const nlohmann::json& row) {

@@ -34,10 +34,6 @@ nlohmann::json run_training(RunConfig config, const RunOptions& options, std::os
     fs::remove_all(run_dir);
   }
   const bool writes = !dev_run;
-  if (writes) {
-    fs::create_directories(run_dir);
-    write_file_atomic(run_dir / "config.toml", config.to_toml_text());
-  }
 
   seed_everything(static_cast<std::uint64_t>(config.trainer.seed));
   StandardDataModule data(config.data);
@@ -46,6 +42,16 @@ nlohmann::json run_training(RunConfig config, const RunOptions& options, std::os
   auto model = nn::make_model(config.model, nn::ModelShape{info.sample_shape, info.num_classes});
   nn::Model* model_ptr = model.get();
   ClassificationTask task(std::move(model), nn::Loss(config.loss, info.num_classes));
+  if (!options.resume.empty()) {
+    // Check that the checkpoint fits before anything in the run directory is touched; the
+    // Trainer restores it (weights, optimiser, RNG, ...) when fit starts.
+    Checkpoint probe = read_checkpoint(options.resume);
+    load_module_state(task.module(), probe.model, probe.state.value("trainable_only", false));
+  }
+  if (writes) {
+    fs::create_directories(run_dir);
+    write_file_atomic(run_dir / "config.toml", config.to_toml_text());
+  }
 
   Trainer trainer(config.trainer, config.optim, config.scheduler, writes ? run_dir : fs::path());
   trainer.set_config_text(config.to_toml_text());
