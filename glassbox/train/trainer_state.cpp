@@ -86,8 +86,6 @@ void Trainer::restore(const std::filesystem::path& path) {
   }
   set_cuda_rng_states(cuda);
   if (const at::Tensor* sc = c.extra.find("amp.scaler")) precision_->load_scaler_state(*sc);
-  const auto& lrs = optimizer_->lrs();
-  (void)lrs;
 }
 
 }  // namespace glassbox::train
