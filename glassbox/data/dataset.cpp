@@ -92,6 +92,16 @@ at::Tensor SubsetDataset::all_targets() const {
   return at::index_select(t, 0, indices_);
 }
 
+at::Tensor root_indices(const Dataset& ds, const at::Tensor& indices) {
+  at::Tensor idx = indices.to(at::kCPU, at::kLong);
+  const Dataset* d = &ds;
+  while (const auto* sub = dynamic_cast<const SubsetDataset*>(d)) {
+    idx = at::index_select(sub->indices().to(at::kCPU), 0, idx);
+    d = sub->base().get();
+  }
+  return idx;
+}
+
 std::pair<at::Tensor, at::Tensor> random_split_indices(std::int64_t n, std::int64_t second, std::uint64_t seed) {
   GB_CHECK(n >= 0, InvalidArgument, "random_split_indices: n must be >= 0, got " << n, "pass the dataset size");
   GB_CHECK(second >= 0 && second <= n, InvalidArgument,

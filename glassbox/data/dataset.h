@@ -69,11 +69,16 @@ class SubsetDataset final : public Dataset {
   std::int64_t num_classes() const override { return base_->num_classes(); }
   at::Tensor all_targets() const override;
   const at::Tensor& indices() const { return indices_; }
+  const std::shared_ptr<const Dataset>& base() const { return base_; }
 
  private:
   std::shared_ptr<const Dataset> base_;
   at::Tensor indices_;
 };
+
+// Maps indices of `ds` to indices of the data set at the bottom of its chain of subsets (the
+// sample's position in the file it came from). [k] int64 in, [k] int64 out.
+at::Tensor root_indices(const Dataset& ds, const at::Tensor& indices);
 
 // Seeded split of [0, n) into two disjoint index sets of sizes n - second and second
 // (the seeds' 55000/5000). The same seed gives the same split.

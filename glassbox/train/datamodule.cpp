@@ -37,4 +37,24 @@ data::LoaderOptions StandardDataModule::eval_loader_options() const {
   return o;
 }
 
+TensorDataModule::TensorDataModule(std::shared_ptr<const data::Dataset> train, std::shared_ptr<const data::Dataset> val,
+                                   std::shared_ptr<const data::Dataset> test, data::LoaderOptions loader, std::int64_t num_classes)
+    : train_(std::move(train)), val_(std::move(val)), test_(std::move(test)), loader_(loader), num_classes_(num_classes) {
+  GB_CHECK(train_ != nullptr, InvalidArgument, "TensorDataModule needs a training set", "pass a dataset as the first argument");
+}
+
+DataInfo TensorDataModule::info() const {
+  DataInfo i;
+  i.sample_shape = train_->sample_shape();
+  i.num_classes = num_classes_ > 0 ? num_classes_ : train_->num_classes();
+  return i;
+}
+
+data::LoaderOptions TensorDataModule::eval_loader_options() const {
+  data::LoaderOptions o = loader_;
+  o.shuffle = false;
+  o.drop_last = false;
+  return o;
+}
+
 }  // namespace glassbox::train

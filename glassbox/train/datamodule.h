@@ -67,4 +67,24 @@ class StandardDataModule final : public DataModule {
   bool ready_ = false;
 };
 
+// Data sets already in hand (e.g. tensors built in code), with the given loader options.
+//   TensorDataModule dm(std::make_shared<data::TensorDataset>(x, y, 10), nullptr, nullptr, loader);
+class TensorDataModule final : public DataModule {
+ public:
+  TensorDataModule(std::shared_ptr<const data::Dataset> train, std::shared_ptr<const data::Dataset> val,
+                   std::shared_ptr<const data::Dataset> test, data::LoaderOptions loader, std::int64_t num_classes = 0);
+  void setup() override {}
+  DataInfo info() const override;
+  std::shared_ptr<const data::Dataset> train_dataset() const override { return train_; }
+  std::shared_ptr<const data::Dataset> val_dataset() const override { return val_; }
+  std::shared_ptr<const data::Dataset> test_dataset() const override { return test_; }
+  data::LoaderOptions train_loader_options() const override { return loader_; }
+  data::LoaderOptions eval_loader_options() const override;
+
+ private:
+  std::shared_ptr<const data::Dataset> train_, val_, test_;
+  data::LoaderOptions loader_;
+  std::int64_t num_classes_;
+};
+
 }  // namespace glassbox::train

@@ -29,6 +29,7 @@ MetricsLogger::MetricsLogger(std::filesystem::path dir) : dir_(std::move(dir)) {
 
 void MetricsLogger::log(const nlohmann::json& row) {
   rows_.push_back(row);
+  for (const auto& sink : sinks_) sink(row);
   bool new_column = false;
   for (auto it = row.begin(); it != row.end(); ++it) {
     if (known_.insert(it.key()).second) {

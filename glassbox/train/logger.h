@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -24,6 +25,8 @@ class MetricsLogger {
   explicit MetricsLogger(std::filesystem::path dir = {});
   void log(const nlohmann::json& row);
   void flush_csv();
+  // Every logged row is also handed to each sink (e.g. a TensorBoard writer), in order.
+  void add_sink(std::function<void(const nlohmann::json&)> sink) { sinks_.push_back(std::move(sink)); }
   const std::vector<nlohmann::json>& rows() const { return rows_; }
 
  private:
@@ -33,6 +36,7 @@ class MetricsLogger {
   std::vector<std::string> columns_;
   std::set<std::string> known_;
   std::size_t rows_at_last_csv_ = 0;
+  std::vector<std::function<void(const nlohmann::json&)>> sinks_;
 };
 
 }  // namespace glassbox::train

@@ -70,6 +70,8 @@ nlohmann::json run_training(RunConfig config, const RunOptions& options, std::os
   ModelCheckpoint* ckpt = checkpoint.get();
   trainer.add_callback(std::move(checkpoint));
 
+  if (options.configure) options.configure(trainer, task, writes ? run_dir : fs::path(), out);
+
   const auto started = std::chrono::steady_clock::now();
   trainer.fit(task, data, options.resume);
   const double fit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -99,6 +101,8 @@ nlohmann::json run_training(RunConfig config, const RunOptions& options, std::os
   summary["epochs"] = trainer.current_epoch();
   summary["global_step"] = trainer.global_step();
   summary["stop_reason"] = trainer.stop_reason();
+  summary["skipped_steps"] = trainer.skipped_steps();
+  if (trainer.gradient_clip_threshold() > 0) summary["gradient_clip"] = trainer.gradient_clip_threshold();
   summary["model"] = config.model.name;
   summary["parameters"] = nn::count_parameters(task.module(), false);
   summary["trainable_parameters"] = nn::count_parameters(task.module(), true);

@@ -9,6 +9,7 @@
 //   [trainer]    the loop (epochs, precision, clipping, ...)
 //   [checkpoint] ModelCheckpoint
 //   [early_stopping]
+//   [diagnostics] probes, TensorBoard, non-finite policy (implemented by glassbox/inspect)
 //
 //   RunConfig cfg = load_run_config("configs/cnn.toml", {"trainer.max_epochs=3"});
 //   std::string text = cfg.to_toml_text();  // the effective config, saved in the run directory
@@ -25,6 +26,7 @@
 #include "glassbox/nn/registry.h"
 #include "glassbox/train/callbacks.h"
 #include "glassbox/train/datamodule.h"
+#include "glassbox/train/diagnostics_options.h"
 #include "glassbox/train/optimizer.h"
 #include "glassbox/train/scheduler.h"
 #include "glassbox/train/trainer_options.h"
@@ -41,6 +43,7 @@ struct RunConfig {
   TrainerOptions trainer;
   CheckpointOptions checkpoint;
   EarlyStoppingOptions early_stopping;
+  DiagnosticsOptions diagnostics;
 
   void visit(FieldVisitor& v);
   void validate() const;

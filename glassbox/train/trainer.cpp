@@ -41,6 +41,16 @@ void Trainer::each_callback(F&& f) {
   for (auto& c : callbacks_) f(*c);
 }
 
+void Trainer::skip_step(const std::string& reason) {
+  (void)reason;
+  skip_step_ = true;
+}
+
+double Trainer::gradient_clip_threshold() const {
+  if (options_.gradient_clip_val > 0) return options_.gradient_clip_val;
+  return auto_clip_;
+}
+
 void Trainer::request_stop(const std::string& reason) {
   if (!should_stop_) stop_reason_ = reason;
   should_stop_ = true;
@@ -152,7 +162,10 @@ void Trainer::apply_schedule() {
 
 void Trainer::fit(TaskModule& task, DataModule& data, const std::filesystem::path& resume_from) {
   seed_everything(static_cast<std::uint64_t>(options_.seed));
-  epoch_ = global_step_ = batch_in_epoch_ = resume_batch_ = samples_seen_ = 0;
+  epoch_ = global_step_ = batch_in_epoch_ = resume_batch_ = samples_seen_ = skipped_steps_ = 0;
+  auto_clip_norms_.clear();
+  auto_clip_ = 0.0;
+  skip_step_ = grad_norm_requested_ = false;
   should_stop_ = false;
   stop_reason_.clear();
   train_seconds_before_ = 0;
@@ -310,21 +323,46 @@ void Trainer::optimizer_step() {
   for (const auto& p : trainable_)
     if (p.grad().defined()) grads.push_back(p.grad());
   last_grad_norm_ = NAN;
-  const bool clip_norm = options_.gradient_clip_val > 0 && options_.gradient_clip_algorithm == "norm";
-  if (!grads.empty() && (clip_norm || global_step_ % options_.log_every_n_steps == options_.log_every_n_steps - 1)) {
+  has_grad_norm_ = false;
+  const bool choosing_clip = options_.gradient_clip_auto_steps > 0 && auto_clip_ == 0.0;
+  const double clip_at = gradient_clip_threshold();
+  const bool clip_norm = clip_at > 0 && options_.gradient_clip_algorithm == "norm";
+  const bool log_step = global_step_ % options_.log_every_n_steps == options_.log_every_n_steps - 1;
+  if (!grads.empty() && (clip_norm || choosing_clip || log_step || grad_norm_requested_)) {
     auto norms = at::_foreach_norm(grads, 2);
     at::Tensor total = torch::stack(norms).norm();
     last_grad_norm_ = total.item<double>();
+    has_grad_norm_ = true;
     if (clip_norm && std::isfinite(last_grad_norm_)) {
-      const double coef = options_.gradient_clip_val / (last_grad_norm_ + 1e-6);
+      const double coef = clip_at / (last_grad_norm_ + 1e-6);
       if (coef < 1.0) at::_foreach_mul_(grads, coef);
+    }
+  }
+  grad_norm_requested_ = false;
+  if (choosing_clip) {
+    if (std::isfinite(last_grad_norm_)) auto_clip_norms_.push_back(last_grad_norm_);
+    if (global_step_ + 1 >= options_.gradient_clip_auto_steps && !auto_clip_norms_.empty()) {
+      // The 95th percentile with linear interpolation (numpy's default).
+      std::vector<double> v = auto_clip_norms_;
+      std::sort(v.begin(), v.end());
+      const double pos = 0.95 * static_cast<double>(v.size() - 1);
+      const auto lo = static_cast<std::size_t>(std::floor(pos));
+      const auto hi = std::min(lo + 1, v.size() - 1);
+      auto_clip_ = v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+      if (options_.fast_dev_run == 0) logger_.log({{"epoch", epoch_}, {"step", global_step_ + 1}, {"gradient_clip_auto", auto_clip_}});
     }
   }
   if (options_.gradient_clip_val > 0 && options_.gradient_clip_algorithm == "value") {
     for (auto& g : grads) g.clamp_(-options_.gradient_clip_val, options_.gradient_clip_val);
   }
   each_callback([&](Callback& c) { c.on_before_optimizer_step(*this); });
-  if (precision_->step_ok()) optimizer_->step();
+  if (skip_step_) {
+    optimizer_->zero_grad(true);
+    ++skipped_steps_;
+  } else if (precision_->step_ok()) {
+    optimizer_->step();
+  }
+  skip_step_ = false;
   precision_->update();
   ++global_step_;
   if (scheduler_options_.interval == "step") {

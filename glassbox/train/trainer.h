@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -75,8 +76,22 @@ class Trainer {
   double train_seconds() const;
   double samples_per_second() const;
   std::int64_t samples_seen() const { return samples_seen_; }
-  // Last computed total gradient norm (before clipping), NaN when not computed.
+  // Total gradient norm (before clipping) of the current step, NaN when not computed. It is
+  // computed on logging steps, when clipping by norm, and when a callback asked for it.
   double last_grad_norm() const { return last_grad_norm_; }
+  bool has_grad_norm() const { return has_grad_norm_; }  // last_grad_norm() was computed this step
+  // Asks for last_grad_norm() of the current step (call before on_before_optimizer_step).
+  void request_grad_norm() { grad_norm_requested_ = true; }
+  // Drops the current optimiser step (from a hook before the step runs): gradients are cleared,
+  // the weights stay as they are; the step counter and the schedule advance as after a
+  // GradScaler skip. skipped_steps() counts them.
+  void skip_step(const std::string& reason);
+  std::int64_t skipped_steps() const { return skipped_steps_; }
+  // The clipping threshold in force (gradient_clip_val, or the automatic one once chosen; 0: none).
+  double gradient_clip_threshold() const;
+  Precision& precision() { return *precision_; }
+  // The data set the training loader reads (a subset of the configured one with overfit_batches).
+  const std::shared_ptr<const data::Dataset>& train_dataset() const { return train_set_; }
 
   // Writes a checkpoint of the current state (used by ModelCheckpoint).
   void save_checkpoint(const std::filesystem::path& dir, bool weights_only, bool trainable_only);
@@ -123,7 +138,13 @@ class Trainer {
   bool should_stop_ = false;
   std::string stop_reason_;
   std::map<std::string, double> callback_metrics_;
-  double last_grad_norm_ = 0.0;
+  double last_grad_norm_ = NAN;
+  bool grad_norm_requested_ = false;
+  bool has_grad_norm_ = false;
+  bool skip_step_ = false;
+  std::int64_t skipped_steps_ = 0;
+  std::vector<double> auto_clip_norms_;  // unclipped norms of the first gradient_clip_auto_steps steps
+  double auto_clip_ = 0.0;               // the automatic threshold once chosen
   double train_seconds_before_ = 0.0;  // from a resumed checkpoint
   std::chrono::steady_clock::time_point fit_started_;
   bool fitting_ = false;

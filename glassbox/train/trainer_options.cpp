@@ -20,6 +20,8 @@ void TrainerOptions::visit(FieldVisitor& v) {
   v.field("num_sanity_val_steps", num_sanity_val_steps, "validation batches run before training starts");
   v.field("accumulate_grad_batches", accumulate_grad_batches, "batches per optimiser step");
   v.field("gradient_clip_val", gradient_clip_val, "clip gradients at this norm or value (0: off)");
+  v.field("gradient_clip_auto_steps", gradient_clip_auto_steps,
+          "K > 0: after K steps, clip at the 95th percentile of their unclipped gradient norms (0: off)");
   v.choice("gradient_clip_algorithm", gradient_clip_algorithm, {"norm", "value"}, "clip the total norm or each value");
   v.choice("precision", precision, {"32", "bf16-mixed", "16-mixed"}, "32-bit, bf16 autocast (CPU/CUDA) or fp16 autocast with a gradient scaler (CUDA)");
   v.field("deterministic", deterministic, "use deterministic algorithms only");
@@ -52,6 +54,12 @@ void TrainerOptions::validate() const {
   GB_CHECK(num_sanity_val_steps >= 0, InvalidArgument, "trainer.num_sanity_val_steps must be >= 0", "use 2 (Lightning's default) or 0");
   GB_CHECK(accumulate_grad_batches >= 1, InvalidArgument, "trainer.accumulate_grad_batches must be >= 1, got " << accumulate_grad_batches, "use 1");
   GB_CHECK(gradient_clip_val >= 0, InvalidArgument, "trainer.gradient_clip_val must be >= 0, got " << gradient_clip_val, "use 0 (off) or e.g. 1.0");
+  GB_CHECK(gradient_clip_auto_steps >= 0, InvalidArgument, "trainer.gradient_clip_auto_steps must be >= 0, got " << gradient_clip_auto_steps,
+           "use 0 (off) or e.g. 100");
+  GB_CHECK(gradient_clip_auto_steps == 0 || (gradient_clip_val == 0 && gradient_clip_algorithm == "norm"), InvalidArgument,
+           "trainer.gradient_clip_auto_steps chooses the clipping threshold itself, but gradient_clip_val = "
+               << gradient_clip_val << " (algorithm \"" << gradient_clip_algorithm << "\") is also set",
+           "set gradient_clip_val = 0 and gradient_clip_algorithm = \"norm\", or gradient_clip_auto_steps = 0");
   GB_CHECK(log_every_n_steps >= 1, InvalidArgument, "trainer.log_every_n_steps must be >= 1, got " << log_every_n_steps, "use e.g. 50");
   GB_CHECK(num_threads >= 0, InvalidArgument, "trainer.num_threads must be >= 0, got " << num_threads, "use 0 for the default");
   GB_CHECK(seed >= 0, InvalidArgument, "trainer.seed must be >= 0, got " << seed, "use e.g. 42");

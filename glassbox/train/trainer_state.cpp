@@ -27,6 +27,8 @@ void Trainer::save_checkpoint(const std::filesystem::path& dir, bool weights_onl
   s["resume"] = {{"epoch", epoch_done ? epoch_ + 1 : epoch_}, {"batch", epoch_done ? 0 : batch_in_epoch_}};
   s["train_seconds"] = train_seconds();
   s["samples_seen"] = samples_seen_;
+  s["skipped_steps"] = skipped_steps_;
+  s["gradient_clip_auto"] = {{"threshold", auto_clip_}, {"norms", auto_clip_norms_}};
   s["metrics"] = callback_metrics_;
   s["config"] = config_text_;
   if (!weights_only) {
@@ -64,6 +66,11 @@ void Trainer::restore(const std::filesystem::path& path) {
     global_step_ = s.at("global_step").get<std::int64_t>();
     train_seconds_before_ = s.value("train_seconds", 0.0);
     samples_seen_ = s.value("samples_seen", std::int64_t{0});
+    skipped_steps_ = s.value("skipped_steps", std::int64_t{0});
+    if (s.contains("gradient_clip_auto")) {
+      auto_clip_ = s["gradient_clip_auto"].value("threshold", 0.0);
+      auto_clip_norms_ = s["gradient_clip_auto"].value("norms", std::vector<double>{});
+    }
     if (s.contains("metrics")) callback_metrics_ = s["metrics"].get<std::map<std::string, double>>();
     const auto& cb = s.at("callbacks");
     for (auto& callback : callbacks_)
