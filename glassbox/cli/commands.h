@@ -9,6 +9,11 @@ namespace CLI {
 class App;
 }
 
+namespace glassbox::train {
+struct RunConfig;
+struct RunOptions;
+}  // namespace glassbox::train
+
 namespace glassbox::cli {
 
 // Each add_* registers a subcommand; the callback it installs runs the command and may throw
@@ -16,6 +21,9 @@ namespace glassbox::cli {
 void add_train(CLI::App& app);
 void add_quickstart(CLI::App& app);
 void add_bench(CLI::App& app);
+
+// Adds [diagnostics] (TensorBoard, probes, non-finite monitor) to a run's options.
+void install_run_diagnostics(train::RunConfig& cfg, train::RunOptions& ro);
 
 // The quickstart configuration embedded in the binary (configs/quickstart.toml at build time).
 const char* embedded_quickstart_config();

@@ -3,7 +3,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "glassbox/base/config.h"
 #include "glassbox/cli/commands.h"
+#include "glassbox/inspect/diagnostics.h"
 #include "glassbox/train/run.h"
 
 namespace glassbox::cli {
@@ -23,6 +25,15 @@ void print_summary(const nlohmann::json& summary, bool json) {
 }
 
 }  // namespace
+
+void install_run_diagnostics(train::RunConfig& cfg, train::RunOptions& ro) {
+  const std::string text = cfg.to_toml_text();
+  const nlohmann::json hparams = inspect::flatten_hparams(to_json(visit_fn(cfg)));
+  const train::DiagnosticsOptions options = cfg.diagnostics;
+  ro.configure = [options, text, hparams](train::Trainer& t, train::TaskModule&, const std::filesystem::path& dir, std::ostream& out) {
+    inspect::install_diagnostics(t, options, dir, out, text, hparams);
+  };
+}
 
 void add_train(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
@@ -44,6 +55,7 @@ void add_train(CLI::App& app) {
     ro.run_dir = args->run_dir;
     ro.resume = args->resume;
     ro.overwrite = args->overwrite;
+    install_run_diagnostics(cfg, ro);
     print_summary(train::run_training(std::move(cfg), ro, args->json ? std::cerr : std::cout), args->json);
   });
 }
@@ -62,6 +74,7 @@ void add_quickstart(CLI::App& app) {
     ro.run_dir = args->run_dir;
     // The default run directory is quickstart's own; a user-chosen one is protected.
     ro.overwrite = args->overwrite || args->run_dir.empty();
+    install_run_diagnostics(cfg, ro);
     print_summary(train::run_training(std::move(cfg), ro, args->json ? std::cerr : std::cout), args->json);
   });
 }
