@@ -21,6 +21,11 @@ namespace glassbox::cli {
 void add_train(CLI::App& app);
 void add_quickstart(CLI::App& app);
 void add_bench(CLI::App& app);
+void add_doctor(CLI::App& app);
+void add_lab(CLI::App& app);
+
+// The process exit status a command asks for when it returns normally (default 0).
+int& exit_code();
 
 // Adds [diagnostics] (TensorBoard, probes, non-finite monitor) to a run's options.
 void install_run_diagnostics(train::RunConfig& cfg, train::RunOptions& ro);

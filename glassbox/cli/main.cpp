@@ -16,10 +16,14 @@ int main(int argc, char** argv) {
       "  glassbox train configs/cnn.toml --set trainer.max_epochs=3\n"
       "  glassbox train configs/cnn.toml --resume runs/cnn/checkpoints/last.ckpt\n"
       "  glassbox bench train --json\n"
+      "  glassbox doctor configs/quickstart.toml     diagnose a training setup\n"
+      "  glassbox lab list                            reproducible broken setups\n"
       "Run 'glassbox COMMAND --help' for a command's options.");
   glassbox::cli::add_quickstart(app);
   glassbox::cli::add_train(app);
   glassbox::cli::add_bench(app);
+  glassbox::cli::add_doctor(app);
+  glassbox::cli::add_lab(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -36,5 +40,5 @@ int main(int argc, char** argv) {
     std::cerr << "\nerror: " << e.what() << "\n";
     return 1;
   }
-  return 0;
+  return glassbox::cli::exit_code();
 }

@@ -159,6 +159,7 @@ void DataOptions::visit(FieldVisitor& v) {
   v.field("normalize", normalize, "normalise inputs with the training split's per-channel mean and std");
   v.field("mean", mean, "per-channel (or per-feature) mean; empty: computed on the training split");
   v.field("std", std, "per-channel (or per-feature) std; empty: computed on the training split");
+  v.field("num_classes", num_classes, "number of classes (the model's output width); 0: the largest label + 1");
   v.field("class_names", class_names, "class names; empty: the data set's defaults or 0..K-1");
 }
 
@@ -167,6 +168,7 @@ void DataOptions::validate() const {
            "data.format must be one of mnist, npy, csv, got \"" << format << "\"", "set data.format = \"mnist\"");
   GB_CHECK(val_size >= 0, InvalidArgument, "data.val_size must be >= 0, got " << val_size,
            "use 0 for no validation split");
+  GB_CHECK(num_classes >= 0, InvalidArgument, "data.num_classes must be >= 0, got " << num_classes, "use 0 to infer it from the labels");
   GB_CHECK(limit_train == -1 || limit_train >= 1, InvalidArgument,
            "data.limit_train must be -1 (all) or >= 1, got " << limit_train, "use -1 for the whole training set");
   GB_CHECK(mean.size() == std.size(), InvalidArgument,
@@ -222,13 +224,30 @@ Splits load_splits(const DataOptions& options) {
                            << ")",
              "the training and test inputs must have the same sample shape");
   }
-  check_labels_non_negative(train);
-  check_labels_non_negative(test);
+  if (options.check_labels) {
+    check_labels_non_negative(train);
+    check_labels_non_negative(test);
+  }
 
-  std::int64_t num_classes = std::max(train.y.max().item<std::int64_t>(),
-                                      test.y.numel() > 0 ? test.y.max().item<std::int64_t>() : 0) +
-                             1;
+  std::int64_t num_classes = std::max<std::int64_t>(std::max(train.y.max().item<std::int64_t>(),
+                                                             test.y.numel() > 0 ? test.y.max().item<std::int64_t>() : 0) +
+                                                        1,
+                                                    1);
   Splits out;
+  if (options.num_classes > 0) {
+    if (options.check_labels) {
+      for (const RawSplit* s : {&train, &test}) {
+        if (s->y.numel() == 0) continue;
+        const std::int64_t* p = s->y.const_data_ptr<std::int64_t>();
+        for (std::int64_t i = 0; i < s->y.numel(); ++i) {
+          GB_CHECK(p[i] < options.num_classes, InvalidArgument,
+                   s->y_source << ": label " << p[i] << " of sample " << i << " is out of range for data.num_classes = " << options.num_classes,
+                   "labels must be 0.." + std::to_string(options.num_classes - 1) + " (run glassbox doctor to see all of them)");
+        }
+      }
+    }
+    num_classes = options.num_classes;
+  }
   if (!options.class_names.empty()) {
     const auto k = static_cast<std::int64_t>(options.class_names.size());
     GB_CHECK(k >= num_classes, InvalidArgument,
@@ -286,10 +305,16 @@ Splits load_splits(const DataOptions& options) {
     } else {
       std::vector<std::int64_t> dims{0};
       for (std::int64_t d = 2; d < x_train.dim(); ++d) dims.push_back(d);
-      auto [s, m] = at::std_mean(x_train, dims, std::optional<c10::Scalar>(0), /*keepdim=*/false);
-      mean = m.to(at::kDouble);
+      // Over the finite values only: a NaN or Inf stays in its sample instead of spreading to all.
+      const at::Tensor finite = at::isfinite(x_train);
+      const at::Tensor zero = at::zeros({}, x_train.options());
+      const at::Tensor count = finite.sum(dims).to(at::kDouble).clamp_min(1);
+      mean = at::where(finite, x_train, zero).sum(dims, false, at::kDouble) / count;
+      std::vector<std::int64_t> view_c(static_cast<std::size_t>(x_train.dim()), 1);
+      view_c[1] = c;
+      const at::Tensor dev = at::where(finite, x_train - mean.to(at::kFloat).view(view_c), zero);
       // A constant channel keeps its scale (std 1) instead of dividing by zero.
-      stdev = s.to(at::kDouble);
+      stdev = (dev.square().sum(dims, false, at::kDouble) / count).sqrt();
       stdev = at::where(stdev > 1e-12, stdev, at::ones_like(stdev));
     }
     std::vector<std::int64_t> view(static_cast<std::size_t>(x_train.dim()), 1);

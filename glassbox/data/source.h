@@ -17,7 +17,9 @@
 // random_split_indices(n, val_size, split_seed); both splits are materialised as TensorDatasets.
 // Statistics are per channel (dim 1), population std, a constant channel gets std 1; a single
 // given mean/std value applies to every channel. num_classes is max(train, test label) + 1, or
-// the number of class_names when those are given (fewer names than classes is an error).
+// the number of class_names when those are given (fewer names than classes is an error), or
+// data.num_classes (labels outside 0..num_classes-1 are then an error naming the sample).
+// Non-finite input values do not enter the statistics (they stay where they are).
 // Thread safety: load_splits is reentrant.
 #pragma once
 
@@ -54,6 +56,10 @@ struct DataOptions {
   std::vector<double> mean;  // per channel/feature; empty: computed on the training split
   std::vector<double> std;
   std::vector<std::string> class_names;  // empty: dataset defaults or "0".."K-1"
+  std::int64_t num_classes = 0;          // the model's output width; 0: max label + 1 (or the class names)
+  // Not a config key: false lets labels outside 0..num_classes-1 through (the doctor reads such
+  // data to report on it instead of failing at load).
+  bool check_labels = true;
 
   void visit(FieldVisitor& v);
   void validate() const;

@@ -133,6 +133,21 @@ std::unique_ptr<ForwardRecorder::Pending> ForwardRecorder::on_start(const char* 
     }
   });
   if (!any_tensor) p->only_params = false;
+  if (options_.track_in_flight) {
+    in_flight_ = InFlightOp{};
+    in_flight_.op = p->op;
+    if (p->param_owner >= 0) {
+      const Unit& u = map_.units()[static_cast<std::size_t>(p->param_owner)];
+      in_flight_.layer = u.path;
+      in_flight_.type = u.type;
+    }
+    each_tensor(inputs, [&](const at::Tensor& t) {
+      if (!in_flight_.inputs.empty()) in_flight_.inputs += ", ";
+      std::string shape = "[";
+      for (std::int64_t d = 0; d < t.dim(); ++d) shape += (d ? ", " : "") + std::to_string(t.size(d));
+      in_flight_.inputs += std::string(c10::toString(t.scalar_type())) + " " + t.device().str() + " " + shape + "]";
+    });
+  }
   return p;
 }
 
@@ -162,6 +177,8 @@ int ForwardRecorder::attribute(const std::string& op, int param_owner) {
 }
 
 void ForwardRecorder::on_end(Pending& p, const std::vector<c10::IValue>& outputs) {
+  // An op that threw ends (the guard's destructor) with no outputs: keep it as the one in flight.
+  if (options_.track_in_flight && !outputs.empty()) in_flight_ = InFlightOp{};
   at::DisableRecordFunctionGuard no_record;
   torch::NoGradGuard no_grad;
   at::Tensor out = first_tensor(outputs);

@@ -51,6 +51,15 @@ struct RecorderOptions {
   bool keep_outputs = false;   // keep each output tensor (memory!)
   bool skip_views = true;      // do not record view/cast ops on activations (they add nothing)
   std::size_t max_ops = 20000; // stop recording after this many ops
+  bool track_in_flight = false; // remember the running op (to name the one that throws)
+};
+
+// The op that started but did not finish (it threw): its module and its inputs.
+struct InFlightOp {
+  std::string op;
+  std::string layer;   // module path, or "" when no parameter of a module was among the inputs
+  std::string type;
+  std::string inputs;  // "float32 cpu [64, 784], float64 cpu [10, 784]"
 };
 
 class ForwardRecorder {
@@ -69,6 +78,9 @@ class ForwardRecorder {
   const OpRecord* first_nonfinite_origin() const;
   // Per attributed name, the last op's record (a module's output): forward order of first use.
   std::vector<const OpRecord*> layer_outputs() const;
+  // With track_in_flight: the top-level op that was running when recording stopped (an op that
+  // threw never finishes), or nullptr.
+  const InFlightOp* in_flight() const { return in_flight_.op.empty() ? nullptr : &in_flight_; }
 
   // --- called by the RecordFunction callbacks ---
   struct Pending;
@@ -86,6 +98,7 @@ class ForwardRecorder {
   // cannot be reused by later activations while recording.
   std::unordered_map<const c10::TensorImpl*, std::pair<at::Tensor, int>> derived_;
   int cursor_ = -1;      // the unit that ran last
+  InFlightOp in_flight_;
 };
 
 }  // namespace glassbox::inspect

@@ -12,6 +12,7 @@ void MlpOptions::visit(FieldVisitor& v) {
   v.field("dropout", dropout, "dropout probability after each hidden activation");
   v.choice("norm", norm, {"none", "batchnorm", "layernorm"}, "normalisation after each hidden linear layer");
   v.field("bn_momentum", bn_momentum, "BatchNorm running-statistics momentum");
+  v.choice("output", output, {"logits", "softmax"}, "logits (what the losses expect) or softmax probabilities");
 }
 
 void MlpOptions::validate() const {
@@ -50,6 +51,7 @@ MlpImpl::MlpImpl(const MlpOptions& options, const ModelShape& shape) {
     in = out;
   }
   seq->push_back("head", torch::nn::Linear(in, shape.num_classes));
+  if (options.output == "softmax") seq->push_back("softmax", torch::nn::Softmax(torch::nn::SoftmaxOptions(1)));
   body_ = register_module("body", seq);
 }
 

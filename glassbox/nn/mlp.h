@@ -17,6 +17,9 @@ struct MlpOptions {
   double dropout = 0.0;
   std::string norm = "none";        // none | batchnorm | layernorm
   double bn_momentum = 0.1;
+  // logits (for the training losses) | softmax (probabilities, e.g. for a model served as is;
+  // training it with cross-entropy applies softmax twice — the doctor reports that)
+  std::string output = "logits";
 
   void visit(FieldVisitor& v);
   void validate() const;

@@ -166,6 +166,7 @@ void Trainer::fit(TaskModule& task, DataModule& data, const std::filesystem::pat
   auto_clip_norms_.clear();
   auto_clip_ = 0.0;
   skip_step_ = grad_norm_requested_ = false;
+  data_wait_seconds_ = 0.0;
   should_stop_ = false;
   stop_reason_.clear();
   train_seconds_before_ = 0;
@@ -221,7 +222,9 @@ void Trainer::train_epoch() {
   const bool validate_this_epoch = val_set_ && val_set_->size() > 0 && ((epoch_ + 1) % options_.check_val_every_n_epoch == 0);
   bool end_of_epoch_val = false;
   while (batch_in_epoch_ < num_train_batches_) {
+    const auto wait_start = std::chrono::steady_clock::now();
     std::optional<data::Batch> next = train_loader_->next();
+    data_wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
     if (!next) break;
     data::Batch batch = to_device(std::move(*next));
     each_callback([&](Callback& c) { c.on_train_batch_start(*this, batch); });

@@ -75,6 +75,9 @@ class Trainer {
   c10::Device device() const { return device_; }
   double train_seconds() const;
   double samples_per_second() const;
+  // Seconds this fit spent waiting for the training loader's next batch (data loading not
+  // hidden behind compute by workers and prefetching).
+  double data_wait_seconds() const { return data_wait_seconds_; }
   std::int64_t samples_seen() const { return samples_seen_; }
   // Total gradient norm (before clipping) of the current step, NaN when not computed. It is
   // computed on logging steps, when clipping by norm, and when a callback asked for it.
@@ -141,6 +144,7 @@ class Trainer {
   double last_grad_norm_ = NAN;
   bool grad_norm_requested_ = false;
   bool has_grad_norm_ = false;
+  double data_wait_seconds_ = 0.0;
   bool skip_step_ = false;
   std::int64_t skipped_steps_ = 0;
   std::vector<double> auto_clip_norms_;  // unclipped norms of the first gradient_clip_auto_steps steps

@@ -1,0 +1,213 @@
+// The doctor, part 2: the short instrumented run and what it measures.
+#include <cmath>
+#include <ostream>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "glassbox/inspect/doctor_internal.h"
+#include "glassbox/inspect/layer_map.h"
+#include "glassbox/inspect/recorder.h"
+#include "glassbox/metrics/running.h"
+#include "glassbox/train/trainer.h"
+
+namespace glassbox::inspect::detail {
+
+namespace {
+
+std::uint64_t batch_hash(const at::Tensor& x) {
+  if (!x.defined() || x.numel() == 0) return 0;
+  auto h = sample_hashes(x.reshape({1, -1}));
+  return h.empty() ? 0 : h[0];
+}
+
+// Collects the per-step histories the rules read.
+class DoctorCallback final : public train::Callback {
+ public:
+  explicit DoctorCallback(RunFacts& r, std::ostream* log) : r_(r), log_(log) {}
+  std::string name() const override { return "Doctor"; }
+  const data::Batch& last_batch() const { return batch_; }
+
+  void on_train_batch_start(train::Trainer&, const data::Batch& b) override {
+    batch_ = b;
+    r_.batch_hash.push_back(batch_hash(b.inputs));
+    r_.batch_size.push_back(b.size());
+  }
+  void on_after_backward(train::Trainer& t) override { t.request_grad_norm(); }
+  void on_train_batch_end(train::Trainer& t, const train::StepOutput& out, const data::Batch& b) override {
+    const double loss = out.loss.defined() ? out.loss.detach().to(torch::kDouble).item<double>() : NAN;
+    r_.loss.push_back(loss);
+    double acc = NAN;
+    if (out.logits.defined() && out.logits.dim() == 2 && b.targets.dim() == 1 && b.size() > 0) {
+      try {
+        acc = static_cast<double>(metrics::count_topk_correct(out.logits.detach(), b.targets, 1)) / static_cast<double>(b.size());
+      } catch (const std::exception&) {
+        // labels out of range for the logits: the data findings cover it
+      }
+    }
+    r_.acc.push_back(acc);
+    r_.lr.push_back(t.optimizer() != nullptr ? t.optimizer()->lr(0) : NAN);
+    r_.grad_norm.push_back(t.has_grad_norm() ? t.last_grad_norm() : NAN);
+    if (std::isfinite(loss)) {
+      window_sum_ += loss;
+      ++window_n_;
+    }
+    if (log_ != nullptr && (r_.loss.size() % 50 == 0)) *log_ << fmt::format("doctor: step {} loss {:.4f}\n", r_.loss.size(), loss) << std::flush;
+  }
+  void on_validation_end(train::Trainer& t) override {
+    if (t.sanity_checking()) return;
+    const auto& m = t.callback_metrics();
+    Validation v;
+    v.step = t.global_step();
+    v.val_loss = m.count("val_loss") ? m.at("val_loss") : NAN;
+    v.val_acc = m.count("val_acc") ? m.at("val_acc") : NAN;
+    v.train_loss = window_n_ > 0 ? window_sum_ / static_cast<double>(window_n_) : NAN;
+    window_sum_ = 0;
+    window_n_ = 0;
+    r_.validations.push_back(v);
+  }
+
+ private:
+  RunFacts& r_;
+  std::ostream* log_;
+  data::Batch batch_;
+  double window_sum_ = 0;
+  std::int64_t window_n_ = 0;
+};
+
+// Accuracy on the same training batches with batch statistics (train mode) and with the running
+// statistics (eval mode). Buffers are restored afterwards.
+void batchnorm_check(train::TaskModule& task, train::DataModule& data, c10::Device device, RunFacts& r) {
+  auto ds = data.train_dataset();
+  const data::LoaderOptions lo = data.train_loader_options();
+  const std::int64_t bs = std::max<std::int64_t>(2, lo.batch_size);
+  const std::int64_t n = std::min<std::int64_t>(ds->size(), std::max<std::int64_t>(bs, 512) / bs * bs);
+  if (n < 2) return;
+  std::vector<std::pair<at::Tensor, at::Tensor>> saved;
+  for (auto& b : task.module().buffers(true)) saved.emplace_back(b, b.clone());
+  torch::NoGradGuard ng;
+  std::int64_t correct_train = 0, correct_eval = 0, seen = 0;
+  for (std::int64_t i = 0; i + 1 < n; i += bs) {
+    data::Batch b = ds->get_batch(torch::arange(i, std::min(n, i + bs), torch::kLong));
+    if (b.size() < 2) break;
+    b.inputs = b.inputs.to(device);
+    b.targets = b.targets.to(device);
+    task.module().train();
+    train::StepOutput tr = task.validation_step(b);
+    task.module().eval();
+    train::StepOutput ev = task.validation_step(b);
+    if (!tr.logits.defined() || tr.logits.dim() != 2) return;
+    correct_train += metrics::count_topk_correct(tr.logits, b.targets, 1);
+    correct_eval += metrics::count_topk_correct(ev.logits, b.targets, 1);
+    seen += b.size();
+  }
+  for (auto& [b, s] : saved) b.copy_(s);
+  if (seen > 0) {
+    r.bn_train_mode_acc = static_cast<double>(correct_train) / static_cast<double>(seen);
+    r.bn_eval_mode_acc = static_cast<double>(correct_eval) / static_cast<double>(seen);
+  }
+}
+
+}  // namespace
+
+void run_instrumented(train::TaskModule& task, train::DataModule& data, const train::RunConfig& cfg, const DoctorOptions& options,
+                      const DataFacts& d, RunFacts& r, std::ostream* log) {
+  train::TrainerOptions to = cfg.trainer;
+  to.max_steps = options.max_steps;
+  to.max_epochs = -1;
+  to.max_time = options.max_seconds;
+  to.fast_dev_run = 0;
+  to.num_sanity_val_steps = 0;
+  to.enable_progress_bar = false;
+  to.enable_model_summary = false;
+  to.limit_val_batches = static_cast<double>(options.val_batches);
+  to.check_val_every_n_epoch = 1;
+  // Validate every val_every batches (or once per epoch when epochs are shorter).
+  const std::int64_t per_epoch = d.drop_last ? d.train.size / std::max<std::int64_t>(1, d.batch_size)
+                                             : (d.train.size + d.batch_size - 1) / std::max<std::int64_t>(1, d.batch_size);
+  const std::int64_t limited = cfg.trainer.limit_train_batches > 1.0 ? std::min<std::int64_t>(per_epoch, static_cast<std::int64_t>(cfg.trainer.limit_train_batches))
+                                                                      : per_epoch;
+  to.val_check_interval = limited > options.val_every ? static_cast<double>(options.val_every) : 1.0;
+  train::SchedulerOptions so = cfg.scheduler;
+  train::Trainer trainer(to, cfg.optim, so);
+  ProbeOptions po;
+  po.every_n_steps = options.probe_every;
+  po.histograms = false;
+  po.images = 0;
+  po.grad_norm_high = cfg.diagnostics.grad_norm_high;
+  po.grad_norm_low = cfg.diagnostics.grad_norm_low;
+  auto probes = std::make_unique<ProbeCallback>(po);
+  ProbeCallback* probes_ptr = probes.get();
+  trainer.add_callback(std::move(probes));
+  auto monitor = std::make_unique<NonFiniteMonitor>(NonFinitePolicy::Stop);
+  NonFiniteMonitor* monitor_ptr = monitor.get();
+  trainer.add_callback(std::move(monitor));
+  auto doc = std::make_unique<DoctorCallback>(r, log);
+  DoctorCallback* doc_ptr = doc.get();
+  trainer.add_callback(std::move(doc));
+  r.chance_classes = d.outputs;
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    trainer.fit(task, data);
+    r.ran = true;
+  } catch (const std::exception& e) {
+    r.error = e.what();
+    r.failing_step = trainer.global_step();
+    // Replay the failing batch with the op in flight tracked, to name the module that threw.
+    try {
+      LayerMap map(task.module());
+      RecorderOptions ro;
+      ro.stats = false;
+      ro.track_in_flight = true;
+      ForwardRecorder rec(map, ro);
+      data::Batch b = doc_ptr->last_batch();
+      if (b.inputs.defined()) {
+        try {
+          task.module().train();
+          task.training_step(b);
+        } catch (const std::exception&) {
+        }
+      }
+      rec.stop();
+      if (const InFlightOp* op = rec.in_flight()) {
+        r.failing_op = op->op;
+        r.failing_layer = op->layer;
+        r.failing_type = op->type;
+        r.failing_inputs = op->inputs;
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  r.steps = trainer.global_step();
+  r.data_wait = trainer.data_wait_seconds();
+  r.probes = probes_ptr->history();
+  r.alerts = probes_ptr->alerts();
+  r.nonfinite = monitor_ptr->first_event();
+  r.scaler_skips = monitor_ptr->scaler_skips();
+  // Parameters that never received a gradient although they require one; frozen ones.
+  LayerMap map(task.module());
+  for (const auto& p : map.parameters()) {
+    r.total_numel += p.tensor.numel();
+    if (!p.tensor.requires_grad()) {
+      r.frozen.push_back(p.name);
+      r.frozen_numel += p.tensor.numel();
+    }
+  }
+  if (!r.probes.empty()) {
+    const auto& params = r.probes.front().parameters;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      bool ever = false;
+      for (const auto& pr : r.probes) ever |= i < pr.parameters.size() && pr.parameters[i].has_grad;
+      if (!ever) r.no_grad_params.push_back(params[i].name);
+    }
+  }
+  if (!d.batchnorm_layers.empty() && r.error.empty()) {
+    try {
+      batchnorm_check(task, data, trainer.device(), r);
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+}  // namespace glassbox::inspect::detail
