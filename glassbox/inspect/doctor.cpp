@@ -106,6 +106,21 @@ DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const 
       f.confidence = std::max(f.confidence, 0.92);
     }
   }
+  // Symptoms explained by a cause found with them lose confidence: unnormalised inputs explain
+  // what happens downstream; exploding gradients explain the NaN that follows; a divergent
+  // learning rate explains dead units; vanishing gradients explain tiny updates.
+  auto has = [&](const std::string& id) {
+    return std::any_of(report.findings.begin(), report.findings.end(), [&](const Finding& f) { return f.id == id && f.severity == "error"; });
+  };
+  auto demote = [&](std::initializer_list<const char*> ids, double factor) {
+    for (auto& f : report.findings)
+      for (const char* id : ids)
+        if (f.id == id) f.confidence *= factor;
+  };
+  if (has("unnormalized-input")) demote({"dead-relu", "exploding-gradients", "nonfinite-activation", "lr-too-high", "lr-too-low", "vanishing-gradients"}, 0.85);
+  if (has("exploding-gradients")) demote({"nonfinite-activation", "nonfinite-gradient", "dead-relu"}, 0.85);
+  if (has("lr-too-high")) demote({"dead-relu", "overfitting"}, 0.85);
+  if (has("vanishing-gradients")) demote({"lr-too-low"}, 0.8);
   // One finding per id (the most confident), unless they name different places.
   std::vector<Finding> kept;
   for (auto& f : report.findings) {
@@ -129,6 +144,8 @@ DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const 
                     {"knn_label_agreement", d.knn_agreement},
                     {"knn_chance", d.knn_chance},
                     {"steps", r.steps},
+                    {"bn_large_batch_acc", r.bn_train_mode_acc},
+                    {"bn_running_stats_acc", r.bn_eval_mode_acc},
                     {"seconds", r.seconds},
                     {"ran", options.run}};
   if (!r.error.empty()) report.context["run_error"] = r.error.substr(0, r.error.find('\n'));

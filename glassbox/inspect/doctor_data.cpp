@@ -171,15 +171,11 @@ void gather_data_facts(train::TaskModule& task, train::DataModule& data, const D
   }
 
   // Input statistics over finite values, and a robust scale (outliers do not move a median).
+  // Samples far beyond the robust scale are reported on their own and left out of the moments.
   if (g.x.is_floating_point() && g.x.numel() > 0) {
     at::Tensor x = g.x.reshape({g.x.size(0), -1}).to(torch::kFloat);
     at::Tensor finite = torch::isfinite(x);
     at::Tensor xz = torch::where(finite, x, torch::zeros({}, x.options()));
-    const double n = std::max<double>(1.0, finite.sum().item<double>());
-    d.mean = xz.sum(torch::kDouble).item<double>() / n;
-    d.std = std::sqrt(torch::where(finite, (xz.to(torch::kDouble) - d.mean).square(), torch::zeros({}, torch::kDouble)).sum().item<double>() / n);
-    d.min = torch::where(finite, x, torch::full({}, INFINITY)).min().item<double>();
-    d.max = torch::where(finite, x, torch::full({}, -INFINITY)).max().item<double>();
     at::Tensor absmax = std::get<0>(xz.abs().max(1));
     d.median_sample_absmax = absmax.median().item<double>();
     const double limit = std::max(1e6, 1e3 * d.median_sample_absmax);
@@ -187,7 +183,14 @@ void gather_data_facts(train::TaskModule& task, train::DataModule& data, const D
     if (extreme.any().item<bool>()) {
       d.extreme_samples = first_indices(extreme, g.file_index);
       d.extreme_value = absmax.max().item<double>();
+      finite = finite & (~extreme).unsqueeze(1);
+      xz = torch::where(finite, x, torch::zeros({}, x.options()));
     }
+    const double n = std::max<double>(1.0, finite.sum().item<double>());
+    d.mean = xz.sum(torch::kDouble).item<double>() / n;
+    d.std = std::sqrt(torch::where(finite, (xz.to(torch::kDouble) - d.mean).square(), torch::zeros({}, torch::kDouble)).sum().item<double>() / n);
+    d.min = torch::where(finite, x, torch::full({}, INFINITY)).min().item<double>();
+    d.max = torch::where(finite, x, torch::full({}, -INFINITY)).max().item<double>();
   }
 
   // Samples of the evaluation splits that also occur in the training split.
@@ -303,7 +306,7 @@ void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<
     out.push_back(f);
   }
   if (!d.extreme_samples.empty()) {
-    Finding f{"unnormalized-input", "warning", 0.6, {{"split", "train"}, {"samples", d.extreme_samples}}, "", ""};
+    Finding f{"input-outliers", "warning", 0.6, {{"split", "train"}, {"samples", d.extreme_samples}}, "", ""};
     f.evidence = fmt::format("training samples {} reach |x| = {:.3g}, against a median per-sample max |x| of {:.3g}", fmt_samples(d.extreme_samples),
                              d.extreme_value, d.median_sample_absmax);
     f.fix = "drop or clip these outliers (float32 overflows past 3.4e38 in the first layer)";

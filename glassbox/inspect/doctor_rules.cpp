@@ -41,6 +41,7 @@ bool is_relu_like(const LayerActivation& a) {
 bool is_weight(const ParameterStats& p) { return p.numel >= 64 && p.name.size() >= 6 && p.name.compare(p.name.size() - 6, 6, "weight") == 0; }
 
 struct LossTrend {
+  double first = NAN, peak = NAN;  // the first step's loss, the largest finite one
   double start = NAN, end = NAN;
   bool nonfinite = false;
   bool learning = false;   // the loss fell clearly
@@ -55,6 +56,9 @@ LossTrend trend(const RunFacts& r) {
   const std::size_t k = std::max<std::size_t>(1, std::min<std::size_t>(10, n / 5));
   t.start = mean_of(l, 0, k);
   t.end = mean_of(l, n - std::min(n, std::max<std::size_t>(k, n / 10)), n);
+  t.first = l.front();
+  for (double x : l)
+    if (std::isfinite(x) && (std::isnan(t.peak) || x > t.peak)) t.peak = x;
   t.nonfinite = std::any_of(l.begin(), l.end(), [](double x) { return !std::isfinite(x); });
   t.learning = std::isfinite(t.end) && t.end < 0.85 * t.start;
   t.rising = std::isfinite(t.start) && (!std::isfinite(t.end) || t.end > 1.1 * t.start);
@@ -208,6 +212,12 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
     }
   }
   const double ratio_med = median(ratios);
+  // The first probes' ratios: after a divergence the weights have grown and the ratio shrinks.
+  std::vector<double> early;
+  for (std::size_t k = 0; k < std::min<std::size_t>(3, r.probes.size()); ++k)
+    for (std::size_t i = 0; i < r.probes[k].parameters.size(); ++i)
+      if (is_weight(r.probes[k].parameters[i]) && i < r.probes[k].update_ratio.size()) early.push_back(r.probes[k].update_ratio[i]);
+  const double ratio_early = median(early);
 
   // Parameters with gradients that do not move at all.
   if (r.probes.size() >= 2) {
@@ -241,11 +251,15 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
 
   // lr too high / too low.
   if (std::isfinite(ratio_med)) {
-    if ((lt.rising || lt.nonfinite || (std::isfinite(lt.end) && lt.end > 1.5 * lnk)) && ratio_med > 1e-2) {
-      Finding f{"lr-too-high", "error", (exploding ? 0.75 : 0.85) * symptom_scale, {{"parameter_groups", 0}}, "", ""};
-      f.evidence = fmt::format("the loss went from {:.3g} to {:.3g}{} while the median update-to-weight ratio per step was {:.3g} "
-                               "(around 1e-3 is typical); optim.lr = {:g}",
-                               lt.start, lt.end, lt.nonfinite ? " (with non-finite values)" : "", ratio_med, cfg.optim.lr);
+    const bool jumped = std::isfinite(lt.first) && lt.peak > 3 * lt.first && (!std::isfinite(lt.end) || lt.end > 1.5 * lnk);
+    // A NaN that came from the data (a NaN input, a sample near float32's limit) says nothing about the learning rate.
+    const bool nan_from_data = r.nonfinite && (r.nonfinite->kind == "input" || r.nonfinite->input_max_abs > 1e30);
+    const bool nonfinite = lt.nonfinite && !nan_from_data;
+    if ((lt.rising || nonfinite || jumped || (std::isfinite(lt.end) && lt.end > 1.5 * lnk)) && std::max(ratio_med, ratio_early) > 1e-2) {
+      Finding f{"lr-too-high", "error", (exploding ? 0.75 : 0.88) * symptom_scale, {{"parameter_groups", 0}}, "", ""};
+      f.evidence = fmt::format("the loss went from {:.3g} (step 0) up to {:.3g} and ends at {:.3g}{} (chance level is {:.3g}) while the median "
+                               "update-to-weight ratio per step was {:.3g} (around 1e-3 is typical); optim.lr = {:g}",
+                               lt.first, lt.peak, lt.end, lt.nonfinite ? " (with non-finite values)" : "", lnk, std::max(ratio_med, ratio_early), cfg.optim.lr);
       f.fix = fmt::format("lower optim.lr by 10-100x (try {:g}) or use a warm-up (scheduler.warmup_steps)", cfg.optim.lr / 30);
       out.push_back(f);
     } else if (!lt.learning && ratio_med < 1e-5 && ratio_med > 0) {
@@ -406,8 +420,8 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
   // BatchNorm: running statistics far from the batch statistics.
   if (r.bn_train_mode_acc >= 0 && r.bn_train_mode_acc - r.bn_eval_mode_acc > 0.15) {
     Finding f{"batchnorm-stats-drift", "error", 0.85, {{"layer", d.batchnorm_layers.empty() ? "" : d.batchnorm_layers.front()}}, "", ""};
-    f.evidence = fmt::format("on the same training samples, accuracy is {:.1f}% with batch statistics (train mode) but {:.1f}% with the running "
-                             "statistics (eval mode); batch_size {}, BatchNorm momentum as configured",
+    f.evidence = fmt::format("on the same training samples, accuracy is {:.1f}% with the statistics of batches of 256 (train mode) but {:.1f}% "
+                             "with the running statistics evaluation uses (eval mode); the running statistics were gathered from batches of {}",
                              100 * r.bn_train_mode_acc, 100 * r.bn_eval_mode_acc, d.batch_size);
     f.fix = "lower the BatchNorm momentum (bn_momentum = 0.1 or less for small batches), use larger batches, and evaluate in eval mode";
     out.push_back(f);
@@ -420,7 +434,8 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
       if (r.validations[i].val_loss < r.validations[best].val_loss) best = i;
     const Validation& b = r.validations[best];
     const Validation& last = r.validations.back();
-    if (best + 2 <= r.validations.size() - 1 && last.val_loss > 1.1 * b.val_loss && last.train_loss < b.train_loss) {
+    // Only a model that fits its training data over-fits (a diverged run's losses say nothing).
+    if (best + 2 <= r.validations.size() - 1 && last.val_loss > 1.1 * b.val_loss && last.train_loss < b.train_loss && last.train_loss < lnk) {
       Finding f{"overfitting", "warning", 0.8, {{"step", b.step}}, "", ""};
       f.evidence = fmt::format("validation loss rose from {:.4g} (step {}) to {:.4g} (step {}) while the training loss fell from {:.4g} to {:.4g}; "
                                "{} training samples",

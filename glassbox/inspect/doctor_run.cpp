@@ -75,13 +75,12 @@ class DoctorCallback final : public train::Callback {
   std::int64_t window_n_ = 0;
 };
 
-// Accuracy on the same training batches with batch statistics (train mode) and with the running
-// statistics (eval mode). Buffers are restored afterwards.
+// Accuracy on the same training samples with the statistics of large batches (train mode, close
+// to the population's) and with the running statistics (eval mode). Buffers are restored after.
 void batchnorm_check(train::TaskModule& task, train::DataModule& data, c10::Device device, RunFacts& r) {
   auto ds = data.train_dataset();
-  const data::LoaderOptions lo = data.train_loader_options();
-  const std::int64_t bs = std::max<std::int64_t>(2, lo.batch_size);
-  const std::int64_t n = std::min<std::int64_t>(ds->size(), std::max<std::int64_t>(bs, 512) / bs * bs);
+  const std::int64_t bs = std::min<std::int64_t>(256, ds->size());
+  const std::int64_t n = std::min<std::int64_t>(ds->size(), 1024) / std::max<std::int64_t>(1, bs) * bs;
   if (n < 2) return;
   std::vector<std::pair<at::Tensor, at::Tensor>> saved;
   for (auto& b : task.module().buffers(true)) saved.emplace_back(b, b.clone());
@@ -94,6 +93,7 @@ void batchnorm_check(train::TaskModule& task, train::DataModule& data, c10::Devi
     b.targets = b.targets.to(device);
     task.module().train();
     train::StepOutput tr = task.validation_step(b);
+    for (auto& [buf, s] : saved) buf.copy_(s);  // the train-mode pass moved the running statistics
     task.module().eval();
     train::StepOutput ev = task.validation_step(b);
     if (!tr.logits.defined() || tr.logits.dim() != 2) return;
