@@ -273,15 +273,17 @@ void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<
     const double share = static_cast<double>(maj) / static_cast<double>(tr.size);
     const std::int64_t absent = std::max<std::int64_t>(0, K - static_cast<std::int64_t>(tr.counts.size()));
     const double ratio = static_cast<double>(mn) / static_cast<double>(maj);
+    const bool weighted = !cfg.loss.class_weights.empty() || cfg.loss.name == "focal";
     if (share >= 0.5 || ratio <= 0.05) {
-      Finding f{"class-imbalance", share >= 0.7 ? "warning" : "info", share >= 0.7 ? 0.7 : 0.5,
+      Finding f{"class-imbalance", share >= 0.7 && !weighted ? "warning" : "info", share >= 0.7 && !weighted ? 0.7 : 0.4,
                 {{"split", "train"}, {"majority_class", maj_label}}, "", ""};
       f.evidence = fmt::format("class {} holds {:.1f}% of the {} training samples (the smallest class {}, ratio {:.3f}{}): always predicting {} "
                                "scores {:.1f}% accuracy",
                                maj_label, 100 * share, tr.size, mn, ratio, absent > 0 ? fmt::format("; {} classes absent", absent) : "",
                                maj_label, 100 * share);
-      f.fix = "weight the loss (loss.class_weights, inverse class frequency) or use loss.name = \"focal\", resample, and judge by per-class "
-              "recall or balanced accuracy rather than accuracy";
+      f.fix = weighted ? "the loss is already weighted (loss.class_weights / focal): judge by per-class recall or balanced accuracy"
+                       : "weight the loss (loss.class_weights, inverse class frequency) or use loss.name = \"focal\", resample, and judge by "
+                         "per-class recall or balanced accuracy rather than accuracy";
       out.push_back(f);
     }
   }

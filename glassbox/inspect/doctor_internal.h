@@ -65,6 +65,7 @@ struct RunFacts {
   std::string failing_layer, failing_type, failing_inputs;
   std::int64_t failing_step = -1;
   std::int64_t steps = 0;
+  std::int64_t batches_per_epoch = 0;
   double seconds = 0, data_wait = 0;
   std::vector<double> loss, acc, lr, grad_norm;  // per step (NaN where absent)
   std::vector<std::uint64_t> batch_hash;          // per step: hash of the batch's inputs

@@ -136,7 +136,9 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
   }
 
   // --- gradients ---
-  const std::vector<double> g = r.grad_norm;
+  // Gradient history up to (not including) the first non-finite step: what led there.
+  std::vector<double> g = r.grad_norm;
+  if (r.nonfinite && r.nonfinite->step >= 0 && static_cast<std::size_t>(r.nonfinite->step) < g.size()) g.resize(static_cast<std::size_t>(r.nonfinite->step));
   const std::vector<double> gf = finite_of(g);
   double g0 = NAN, gmax = NAN;
   std::int64_t gmax_step = -1, exceed_step = -1;
@@ -159,7 +161,7 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
                               (r.nonfinite && r.nonfinite->kind != "input");
   const double growth = g0 > 0 ? gmax / g0 : NAN;
   bool exploding = false;
-  if (std::isfinite(growth) && ((growth >= 100 && gmax > cfg.diagnostics.grad_norm_high) || (growth >= 10 && grad_nonfinite))) {
+  if (std::isfinite(growth) && growth >= 100 && (gmax > cfg.diagnostics.grad_norm_high || grad_nonfinite)) {
     exploding = true;
     // The parameter whose gradient grew most between the first probe and the last finite one.
     std::string worst;
@@ -395,7 +397,8 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
       return m;
     }();
     const double recent_acc = mean_of(r.acc, r.acc.size() > 50 ? r.acc.size() - 50 : 0, r.acc.size());
-    if (share >= 0.7 && std::isfinite(recent_acc) && recent_acc <= share + 0.03) {
+    const bool weighted = !cfg.loss.class_weights.empty() || cfg.loss.name == "focal";
+    if (share >= 0.7 && std::isfinite(recent_acc) && recent_acc <= share + 0.03 && !weighted) {
       f.severity = "error";
       f.confidence = 0.8;
       f.evidence += fmt::format("; the run's training accuracy ({:.1f}%) is no better than that", 100 * recent_acc);
@@ -406,11 +409,15 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
   if (r.batch_hash.size() >= 20) {
     std::map<std::uint64_t, std::int64_t> seen;
     for (auto h : r.batch_hash) ++seen[h];
+    // Batches recur across epochs of course; within the batches of one epoch they should differ.
     const double distinct = static_cast<double>(seen.size());
-    if (distinct <= 0.25 * static_cast<double>(r.batch_hash.size())) {
+    const double expected = static_cast<double>(std::min<std::int64_t>(static_cast<std::int64_t>(r.batch_hash.size()),
+                                                                       std::max<std::int64_t>(1, r.batches_per_epoch)));
+    if (distinct <= 0.25 * expected) {
       Finding f{"repeated-batches", cfg.trainer.overfit_batches > 0 ? "info" : "error", cfg.trainer.overfit_batches > 0 ? 0.3 : 0.85,
                 {{"steps", r.batch_hash.size()}}, "", ""};
-      f.evidence = fmt::format("the training loader yielded {} distinct batches in {} steps{}", seen.size(), r.batch_hash.size(),
+      f.evidence = fmt::format("the training loader yielded {} distinct batches in {} steps ({} batches per epoch){}", seen.size(), r.batch_hash.size(),
+                               r.batches_per_epoch,
                                cfg.trainer.overfit_batches > 0 ? " (trainer.overfit_batches is set: expected)" : "");
       f.fix = "shuffle the training data (data.loader.shuffle = true) and check trainer.limit_train_batches / the sampler";
       out.push_back(f);
@@ -446,7 +453,7 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
   }
 
   // The loader as the bottleneck.
-  if (r.seconds >= 2 && r.data_wait > 0.5 * r.seconds) {
+  if (r.steps >= 20 && r.seconds >= 0.5 && r.data_wait > 0.5 * r.seconds) {
     Finding f{"data-loading-bottleneck", "warning", 0.8, {{"data_wait_share", r.data_wait / r.seconds}}, "", ""};
     f.evidence = fmt::format("{:.0f}% of the {:.1f} s of training went to waiting for the next batch (data.loader.num_workers = {})",
                              100 * r.data_wait / r.seconds, r.seconds, cfg.data.loader.num_workers);

@@ -127,6 +127,7 @@ void run_instrumented(train::TaskModule& task, train::DataModule& data, const tr
                                              : (d.train.size + d.batch_size - 1) / std::max<std::int64_t>(1, d.batch_size);
   const std::int64_t limited = cfg.trainer.limit_train_batches > 1.0 ? std::min<std::int64_t>(per_epoch, static_cast<std::int64_t>(cfg.trainer.limit_train_batches))
                                                                       : per_epoch;
+  r.batches_per_epoch = limited;
   to.val_check_interval = limited > options.val_every ? static_cast<double>(options.val_every) : 1.0;
   train::SchedulerOptions so = cfg.scheduler;
   train::Trainer trainer(to, cfg.optim, so);

@@ -49,6 +49,10 @@ std::string compose_message(const NonFiniteEvent& e) {
                        e.type.empty() ? "" : " (" + e.type + ")", e.nonfinite, e.op, shape_str(e.shape), e.input_max_abs, samples);
   }
   if (e.kind == "parameter") return fmt::format("non-finite loss at {}: parameter {} already holds {} NaN/Inf values (an earlier update broke it)", where, e.layer, e.nonfinite);
+  if (e.kind == "gradient" && e.parameter.empty()) {
+    return fmt::format("non-finite gradient at {} (loss {:.4g} was finite); replaying the step gave finite gradients (a non-deterministic op?)",
+                       where, e.loss);
+  }
   if (e.kind == "gradient") {
     return fmt::format("non-finite gradient at {} (loss {:.4g} was finite): the first parameter in backward order with NaN/Inf gradient is {} "
                        "(module \"{}\", {}; {} values)",

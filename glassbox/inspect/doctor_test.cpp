@@ -1,0 +1,374 @@
+// The doctor on faults planted in setups that lab/ does not use: other models, tensor data built
+// in code instead of IDX/NPY files, other magnitudes, other layer positions, user TaskModules.
+#include "glassbox/inspect/doctor.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "glassbox/inspect/loop_monitor.h"
+#include "glassbox/train/trainer.h"
+
+namespace glassbox::inspect {
+namespace {
+
+class SeqTask final : public train::TaskModule {
+ public:
+  explicit SeqTask(torch::nn::Sequential seq) : seq_(std::move(seq)) {}
+  torch::nn::Module& module() override { return *seq_; }
+  std::shared_ptr<torch::nn::Module> module_ptr() override { return seq_.ptr(); }
+  train::StepOutput training_step(const data::Batch& b) override {
+    at::Tensor logits = seq_->forward(b.inputs);
+    return {torch::nn::functional::cross_entropy(logits, b.targets), logits};
+  }
+
+ private:
+  torch::nn::Sequential seq_;
+};
+
+// Gaussian blobs: K classes in F dimensions, learnable.
+std::pair<at::Tensor, at::Tensor> blobs(std::int64_t n, std::int64_t k, std::int64_t f, std::uint64_t seed = 3) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  at::Tensor centers = torch::randn({k, f}, gen) * 2.5;
+  at::Tensor y = torch::randint(0, k, {n}, gen, torch::kLong);
+  at::Tensor x = centers.index_select(0, y) + torch::randn({n, f}, gen);
+  return {x, y};
+}
+
+// Small images whose class is a bright square at one of K positions.
+std::pair<at::Tensor, at::Tensor> squares(std::int64_t n, std::int64_t k, std::uint64_t seed = 5) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  at::Tensor y = torch::randint(0, k, {n}, gen, torch::kLong);
+  at::Tensor x = torch::randn({n, 1, 8, 8}, gen) * 0.3;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t c = y[i].item<std::int64_t>();
+    x[i].slice(1, (c % 2) * 4, (c % 2) * 4 + 4).slice(2, (c / 2) * 4, (c / 2) * 4 + 4) += 2.0;
+  }
+  return {x, y};
+}
+
+train::TensorDataModule module_of(at::Tensor x, at::Tensor y, std::int64_t k, std::int64_t batch = 32, bool shuffle = true,
+                                  at::Tensor tx = {}, at::Tensor ty = {}) {
+  data::LoaderOptions lo;
+  lo.batch_size = batch;
+  lo.shuffle = shuffle;
+  lo.seed = 11;
+  const std::int64_t n = x.size(0);
+  const std::int64_t nv = n / 5;
+  auto train = std::make_shared<data::TensorDataset>(x.slice(0, 0, n - nv), y.slice(0, 0, n - nv), k);
+  auto val = std::make_shared<data::TensorDataset>(x.slice(0, n - nv), y.slice(0, n - nv), k);
+  std::shared_ptr<data::TensorDataset> test = tx.defined() ? std::make_shared<data::TensorDataset>(tx, ty, k) : val;
+  return train::TensorDataModule(train, val, test, lo, k);
+}
+
+train::RunConfig config_of(const std::string& optim, double lr, double momentum = 0.0) {
+  train::RunConfig c;
+  c.trainer.device = "cpu";
+  c.trainer.num_threads = 1;
+  c.optim.name = optim;
+  c.optim.lr = lr;
+  c.optim.momentum = momentum;
+  c.optim.weight_decay = 0;
+  c.scheduler.name = "none";
+  return c;
+}
+
+DoctorOptions quick() {
+  DoctorOptions o;
+  o.max_steps = 200;
+  o.max_seconds = 30;
+  o.knn_queries = 300;
+  return o;
+}
+
+std::string ids(const DoctorReport& r) {
+  std::string s;
+  for (const auto& f : r.findings) s += f.id + "(" + f.severity + ") ";
+  return s;
+}
+
+const Finding& first(const DoctorReport& r) {
+  static const Finding none{"<none>", "", 0, {}, "", ""};
+  return r.findings.empty() ? none : r.findings.front();
+}
+
+torch::nn::Sequential mlp(std::int64_t in, std::int64_t k, std::int64_t hidden = 32) {
+  return torch::nn::Sequential(torch::nn::Linear(in, hidden), torch::nn::ReLU(), torch::nn::Linear(hidden, k));
+}
+
+TEST(Doctor, HealthyTabularSetupHasNoErrors) {
+  auto [x, y] = blobs(1200, 4, 6);
+  auto data = module_of(x, y, 4);
+  SeqTask task(mlp(6, 4));
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), quick());
+  EXPECT_FALSE(r.has_errors()) << ids(r);
+}
+
+TEST(Doctor, LabelOffsetByTwoOnTabularData) {
+  auto [x, y] = blobs(1000, 5, 6);
+  auto data = module_of(x, y + 2, 7);  // labels 2..6, a 7-way head
+  SeqTask task(mlp(6, 7));
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), quick());
+  ASSERT_EQ(first(r).id, "label-offset") << ids(r);
+  EXPECT_EQ(first(r).where["labels"], nlohmann::json({2, 6}));
+  EXPECT_NE(first(r).evidence.find("2..6"), std::string::npos) << first(r).evidence;
+}
+
+TEST(Doctor, NonFiniteInputInAConvNet) {
+  auto [x, y] = squares(640, 4);
+  x[17][0][3][3] = INFINITY;
+  auto data = module_of(x, y, 4);
+  SeqTask task(torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 4, 3).padding(1)), torch::nn::ReLU(),
+                                     torch::nn::Flatten(), torch::nn::Linear(4 * 64, 4)));
+  const DoctorReport r = run_doctor(task, data, config_of("sgd", 0.05), quick());
+  ASSERT_EQ(first(r).id, "nonfinite-input") << ids(r);
+  EXPECT_EQ(first(r).where["samples"], nlohmann::json({17}));
+}
+
+// A parameterless module that amplifies: exp(120 x) overflows float32 once x > 0.74.
+struct AmplifyImpl : torch::nn::Cloneable<AmplifyImpl> {
+  void reset() override {}
+  at::Tensor forward(const at::Tensor& x) { return torch::exp(120.0 * x); }
+};
+TORCH_MODULE(Amplify);
+
+TEST(Doctor, NamesTheOverflowingLayerInTheMiddleAndTheStep) {
+  auto [x, y] = blobs(800, 3, 5);
+  x = x * 0.02;
+  x[150] = x[150] * 0 + 40.0;  // in batch 150 / 16 = 9 of the unshuffled first epoch
+  auto data = module_of(x, y, 3, 16, /*shuffle=*/false);
+  torch::nn::Sequential seq(torch::nn::Linear(5, 8), torch::nn::Tanh(), torch::nn::Linear(8, 8), Amplify(), torch::nn::Linear(8, 3));
+  {
+    torch::NoGradGuard ng;
+    // Weights 0.1, biases 0: ordinary samples reach the amplifier near 0.004, sample 150 at 0.8.
+    for (auto& p : seq->named_parameters()) p.value().fill_(p.key().find("bias") != std::string::npos ? 0.0 : 0.1);
+  }
+  SeqTask task(seq);
+  const DoctorReport r = run_doctor(task, data, config_of("sgd", 1e-4), quick());
+  ASSERT_EQ(first(r).id, "nonfinite-activation") << ids(r) << r.to_text();
+  EXPECT_EQ(first(r).where["layer"], "3");
+  EXPECT_EQ(first(r).where["op"], "aten::exp");
+  EXPECT_EQ(first(r).where["step"], 9);
+  EXPECT_EQ(first(r).where["samples"], nlohmann::json({150}));
+}
+
+TEST(Doctor, LabelsShuffledIndependentlyOfTabularInputs) {
+  auto [x, y] = blobs(1500, 4, 8);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(99);
+  at::Tensor shuffled = y.index_select(0, torch::randperm(y.size(0), gen, torch::kLong));
+  auto data = module_of(x, shuffled, 4);
+  SeqTask task(mlp(8, 4));
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 3e-3), quick());
+  ASSERT_EQ(first(r).id, "labels-shuffled") << ids(r);
+}
+
+TEST(Doctor, UnnormalizedTabularFeaturesAtAnotherScale) {
+  auto [x, y] = blobs(1000, 3, 6);
+  auto data = module_of(x * 400.0 + 1000.0, y, 3);
+  SeqTask task(mlp(6, 3));
+  const DoctorReport r = run_doctor(task, data, config_of("sgd", 0.05), quick());
+  ASSERT_EQ(first(r).id, "unnormalized-input") << ids(r);
+}
+
+TEST(Doctor, TrainTestLeakageOfTenPercent) {
+  auto [x, y] = blobs(1000, 3, 6);
+  auto [tx, ty] = blobs(300, 3, 6, 77);
+  tx.slice(0, 0, 30).copy_(x.slice(0, 100, 130));
+  ty.slice(0, 0, 30).copy_(y.slice(0, 100, 130));
+  auto data = module_of(x, y, 3, 32, true, tx, ty);
+  SeqTask task(mlp(6, 3));
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), quick());
+  ASSERT_EQ(first(r).id, "train-test-leakage") << ids(r);
+  EXPECT_EQ(first(r).where["split"], "test");
+}
+
+TEST(Doctor, ProbabilitiesFromAUserModelsSoftmaxHead) {
+  auto [x, y] = blobs(800, 4, 6);
+  auto data = module_of(x, y, 4);
+  SeqTask task(torch::nn::Sequential(torch::nn::Linear(6, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4), torch::nn::Softmax(1)));
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), quick());
+  ASSERT_EQ(first(r).id, "probabilities-as-logits") << ids(r);
+  EXPECT_EQ(first(r).where["layer"], "3");
+}
+
+// A graph cut: the first layer's output is detached, so its parameters never get a gradient.
+struct CutNetImpl : torch::nn::Module {
+  CutNetImpl() {
+    fc1 = register_module("fc1", torch::nn::Linear(6, 16));
+    fc2 = register_module("fc2", torch::nn::Linear(16, 3));
+  }
+  at::Tensor forward(const at::Tensor& x) { return fc2->forward(torch::relu(fc1->forward(x)).detach()); }
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(CutNet);
+
+class CutTask final : public train::TaskModule {
+ public:
+  torch::nn::Module& module() override { return *net_; }
+  std::shared_ptr<torch::nn::Module> module_ptr() override { return net_.ptr(); }
+  train::StepOutput training_step(const data::Batch& b) override {
+    at::Tensor logits = net_->forward(b.inputs);
+    return {torch::nn::functional::cross_entropy(logits, b.targets), logits};
+  }
+
+ private:
+  CutNet net_;
+};
+
+TEST(Doctor, GraphCutInAUserModule) {
+  auto [x, y] = blobs(800, 3, 6);
+  auto data = module_of(x, y, 3);
+  CutTask task;
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), quick());
+  const Finding* f = r.find("no-gradient");
+  ASSERT_NE(f, nullptr) << ids(r);
+  EXPECT_EQ(f->severity, "error");
+  EXPECT_EQ(f->where["parameters"], nlohmann::json({"fc1.weight", "fc1.bias"}));
+}
+
+TEST(Doctor, BatchOfOneReachingBatchNorm2dInAConvNet) {
+  auto [x, y] = squares(81, 4);  // 65 training samples (16 go to validation): 4 batches of 16 and one of 1
+  auto data = module_of(x, y, 4, 16);
+  SeqTask task(torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 4, 3).padding(1)), torch::nn::BatchNorm2d(4),
+                                     torch::nn::ReLU(), torch::nn::Flatten(), torch::nn::Linear(4 * 64, 4)));
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-3), quick());
+  ASSERT_EQ(first(r).id, "batchnorm-batch-of-one") << ids(r);
+  EXPECT_EQ(first(r).where["layer"], "1");
+}
+
+// A user data set with a bug: get_batch ignores the indices and always returns the first rows.
+class StuckDataset final : public data::Dataset {
+ public:
+  StuckDataset(at::Tensor x, at::Tensor y) : x_(std::move(x)), y_(std::move(y)) {}
+  std::int64_t size() const override { return x_.size(0); }
+  std::vector<std::int64_t> sample_shape() const override { return {x_.size(1)}; }
+  std::int64_t num_classes() const override { return 3; }
+  data::Batch get_batch(const at::Tensor& idx) const override {
+    data::Batch b;
+    b.indices = idx;
+    b.inputs = x_.slice(0, 0, idx.size(0));
+    b.targets = y_.slice(0, 0, idx.size(0));
+    return b;
+  }
+
+ private:
+  at::Tensor x_, y_;
+};
+
+TEST(Doctor, TheSameBatchEveryStepFromABuggyDataset) {
+  auto [x, y] = blobs(1000, 3, 6);
+  data::LoaderOptions lo;
+  lo.batch_size = 32;
+  lo.shuffle = true;
+  train::TensorDataModule data(std::make_shared<StuckDataset>(x, y), nullptr, nullptr, lo, 3);
+  SeqTask task(mlp(6, 3));
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), quick());
+  const Finding* f = r.find("repeated-batches");
+  ASSERT_NE(f, nullptr) << ids(r);
+  EXPECT_EQ(f->severity, "error");
+  // The full batches are all the same; the short last one of each epoch is the other.
+  EXPECT_NE(f->evidence.find("yielded 2 distinct batches"), std::string::npos) << f->evidence;
+}
+
+TEST(Doctor, DtypeMismatchNamesTheModule) {
+  auto [x, y] = blobs(400, 3, 6);
+  auto data = module_of(x, y, 3);
+  torch::nn::Sequential seq(torch::nn::Linear(6, 8), torch::nn::ReLU(), torch::nn::Linear(8, 3));
+  seq[2]->to(torch::kDouble);
+  SeqTask task(seq);
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), quick());
+  ASSERT_EQ(first(r).id, "device-mismatch") << ids(r);
+  EXPECT_EQ(first(r).where["layer"], "2");
+  EXPECT_NE(first(r).evidence.find("Double"), std::string::npos) << first(r).evidence;
+}
+
+// A data set that does real work for each sample it hands out (an expensive decode).
+class SlowDataset final : public data::Dataset {
+ public:
+  SlowDataset(at::Tensor x, at::Tensor y) : x_(std::move(x)), y_(std::move(y)) {}
+  std::int64_t size() const override { return x_.size(0); }
+  std::vector<std::int64_t> sample_shape() const override { return {x_.size(1)}; }
+  std::int64_t num_classes() const override { return 3; }
+  data::Batch get_batch(const at::Tensor& idx) const override {
+    data::Batch b;
+    b.indices = idx;
+    b.targets = y_.index_select(0, idx);
+    std::vector<at::Tensor> rows;
+    for (std::int64_t i = 0; i < idx.size(0); ++i) {
+      at::Tensor r = x_[idx[i].item<std::int64_t>()].clone();
+      at::Tensor m = torch::eye(96) + 1e-3 * torch::ones({96, 96});
+      for (int k = 0; k < 20; ++k) m = torch::matmul(m, m) / m.norm();  // the "decode"
+      rows.push_back(r + 0 * m.sum());
+    }
+    b.inputs = torch::stack(rows);
+    return b;
+  }
+
+ private:
+  at::Tensor x_, y_;
+};
+
+TEST(Doctor, DataLoadingBottleneckFromAnExpensiveDataset) {
+  auto [x, y] = blobs(600, 3, 6);
+  data::LoaderOptions lo;
+  lo.batch_size = 32;
+  lo.shuffle = true;
+  auto ds = std::make_shared<SlowDataset>(x, y);
+  train::TensorDataModule data(ds, nullptr, nullptr, lo, 3);
+  SeqTask task(mlp(6, 3));
+  DoctorOptions o = quick();
+  o.max_steps = 60;
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), o);
+  const Finding* f = r.find("data-loading-bottleneck");
+  ASSERT_NE(f, nullptr) << ids(r);
+  EXPECT_GT(f->where["data_wait_share"].get<double>(), 0.5);
+}
+
+TEST(LoopMonitor, ReportsGradientsNeverZeroedInAHandWrittenLoop) {
+  auto [x, y] = blobs(256, 3, 6);
+  torch::nn::Sequential net = mlp(6, 3);
+  torch::optim::SGD opt(net->parameters(), 0.01);
+  LoopMonitor mon(*net);
+  for (std::int64_t i = 0; i < 4; ++i) {
+    at::Tensor xb = x.slice(0, i * 32, (i + 1) * 32), yb = y.slice(0, i * 32, (i + 1) * 32);
+    at::Tensor loss = torch::nn::functional::cross_entropy(net->forward(xb), yb);
+    mon.before_backward();
+    loss.backward();  // no zero_grad anywhere: the fault
+    opt.step();
+    mon.after_step();
+  }
+  ASSERT_EQ(mon.findings().size(), 1u);
+  EXPECT_EQ(mon.findings()[0].id, "gradients-not-zeroed");
+  EXPECT_EQ(mon.findings()[0].where["step"], 1);
+
+  // The same loop with zero_grad, and accumulation over two backward passes per step: silent.
+  LoopMonitor ok(*net);
+  for (std::int64_t i = 0; i < 4; ++i) {
+    opt.zero_grad();
+    for (int micro = 0; micro < 2; ++micro) {
+      at::Tensor xb = x.slice(0, i * 32 + micro * 16, i * 32 + micro * 16 + 16), yb = y.slice(0, i * 32 + micro * 16, i * 32 + micro * 16 + 16);
+      ok.before_backward();
+      torch::nn::functional::cross_entropy(net->forward(xb), yb).backward();
+    }
+    opt.step();
+    ok.after_step();
+  }
+  EXPECT_TRUE(ok.findings().empty());
+}
+
+TEST(LoopMonitor, ReportsEvaluationInTrainingMode) {
+  torch::nn::Sequential net(torch::nn::Linear(6, 8), torch::nn::BatchNorm1d(8), torch::nn::Dropout(0.2), torch::nn::Linear(8, 3));
+  LoopMonitor mon(*net);
+  net->eval();
+  mon.check_eval_mode();
+  EXPECT_TRUE(mon.findings().empty());
+  net->train();
+  mon.check_eval_mode("validation after epoch 1");
+  ASSERT_EQ(mon.findings().size(), 1u);
+  EXPECT_EQ(mon.findings()[0].id, "eval-in-train-mode");
+  EXPECT_EQ(mon.findings()[0].where["modules"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace glassbox::inspect
