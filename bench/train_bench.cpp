@@ -3,10 +3,14 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
+
+#include <unistd.h>
 
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
+#include "glassbox/inspect/diagnostics.h"
 #include "glassbox/nn/registry.h"
 #include "glassbox/train/trainer.h"
 
@@ -57,7 +61,9 @@ train::OptimizerOptions adamw() {
   return o;
 }
 
-double measure_trainer(const TrainBenchOptions& o, SyntheticData& data) {
+// probes: the default [diagnostics] of a run (probes every 50 steps with TensorBoard histograms,
+// the total gradient norm of every step, the non-finite monitor) — else none at all.
+double measure_trainer(const TrainBenchOptions& o, SyntheticData& data, bool probes = false) {
   torch::manual_seed(0);
   train::ClassificationTask task(nn::make_model(mlp_options(), nn::ModelShape{{1, 28, 28}, 10}), nn::Loss(nn::LossOptions{}, 10));
   auto run = [&](std::int64_t steps) {
@@ -71,9 +77,18 @@ double measure_trainer(const TrainBenchOptions& o, SyntheticData& data) {
     t.device = "cpu";
     t.log_every_n_steps = 50;
     train::Trainer trainer(t, adamw(), train::SchedulerOptions{});
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("glassbox-bench-probes-" + std::to_string(::getpid()));
+    if (probes) {
+      train::DiagnosticsOptions d;
+      d.probe_every_n_steps = 50;
+      std::filesystem::create_directories(dir);
+      inspect::install_diagnostics(trainer, d, dir, std::cerr);
+    }
     const auto t0 = Clock::now();
     trainer.fit(task, data);
-    return std::chrono::duration<double>(Clock::now() - t0).count();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (probes) std::filesystem::remove_all(dir);
+    return s;
   };
   run(o.warmup);
   const double s = run(o.steps);
@@ -134,11 +149,12 @@ nlohmann::json run_train_bench(const TrainBenchOptions& in) {
   if (o.python.empty()) o.python = o.source_dir + "/.venv/bin/python";
   torch::set_num_threads(static_cast<int>(o.threads));
   SyntheticData data(o.batch_size);
-  double trainer = 0, raw = 0, python = 0, lightning = 0;
+  double trainer = 0, raw = 0, python = 0, lightning = 0, probed = 0;
   for (std::int64_t r = 0; r < o.repeats; ++r) {
     // Interleaved so that machine noise hits every measurement alike.
     raw = std::max(raw, measure_raw(o, data));
     trainer = std::max(trainer, measure_trainer(o, data));
+    probed = std::max(probed, measure_trainer(o, data, /*probes=*/true));
     if (!o.skip_python) {
       python = std::max(python, measure_python(o, "python_loop.py"));
       lightning = std::max(lightning, measure_python(o, "lightning_loop.py"));
@@ -153,6 +169,8 @@ nlohmann::json run_train_bench(const TrainBenchOptions& in) {
   j["trainer_sps"] = trainer;
   j["raw_sps"] = raw;
   j["trainer_vs_raw"] = trainer / raw;
+  j["probes_sps"] = probed;
+  j["probes_vs_plain"] = probed / trainer;
   if (!o.skip_python) {
     j["python_sps"] = python;
     j["lightning_sps"] = lightning;

@@ -3,6 +3,8 @@
 //   raw        a minimal hand-written LibTorch loop (torch::optim::AdamW)
 //   python     a plain Python PyTorch loop (bench/python_loop.py, torch from .venv)
 //   lightning  PyTorch Lightning's Trainer (bench/lightning_loop.py)
+// and the Trainer with the default diagnostics (probes every 50 steps, TensorBoard histograms,
+// per-step gradient norm, non-finite monitor) against the same Trainer without: probes_vs_plain.
 //
 //   TrainBenchOptions o; o.steps = 2000;
 //   nlohmann::json r = run_train_bench(o);   // trainer_sps, raw_sps, ..., trainer_vs_raw, ...

@@ -30,6 +30,8 @@ void add_bench(CLI::App& app) {
     }
     std::cout << fmt::format("trainer {:.0f} samples/s, raw LibTorch {:.0f} (ratio {:.3f})\n", r["trainer_sps"].get<double>(),
                              r["raw_sps"].get<double>(), r["trainer_vs_raw"].get<double>());
+    std::cout << fmt::format("with diagnostics (probes every 50 steps) {:.0f} samples/s: probes_vs_plain {:.3f}\n", r["probes_sps"].get<double>(),
+                             r["probes_vs_plain"].get<double>());
     if (r.contains("python_sps")) {
       std::cout << fmt::format("python {:.0f} samples/s (trainer x{:.2f}), lightning {:.0f} (trainer x{:.2f})\n", r["python_sps"].get<double>(),
                                r["trainer_vs_python"].get<double>(), r["lightning_sps"].get<double>(), r["trainer_vs_lightning"].get<double>());

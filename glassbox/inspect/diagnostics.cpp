@@ -97,7 +97,8 @@ Diagnostics install_diagnostics(train::Trainer& trainer, const train::Diagnostic
   trainer.add_callback(std::move(probes));
   if (options.nonfinite != "off") {
     auto guard = std::make_unique<NonFiniteMonitor>(parse_nonfinite_policy(options.nonfinite), &out,
-                                                    run_dir.empty() ? std::filesystem::path() : run_dir / "nonfinite.json");
+                                                    run_dir.empty() ? std::filesystem::path() : run_dir / "nonfinite.json",
+                                                    options.grad_norm_every_step ? GradientCheck::EveryStep : GradientCheck::WhenComputed);
     d.nonfinite = guard.get();
     trainer.add_callback(std::move(guard));
   }

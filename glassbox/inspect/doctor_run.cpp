@@ -140,7 +140,7 @@ void run_instrumented(train::TaskModule& task, train::DataModule& data, const tr
   auto probes = std::make_unique<ProbeCallback>(po);
   ProbeCallback* probes_ptr = probes.get();
   trainer.add_callback(std::move(probes));
-  auto monitor = std::make_unique<NonFiniteMonitor>(NonFinitePolicy::Stop);
+  auto monitor = std::make_unique<NonFiniteMonitor>(NonFinitePolicy::Stop, nullptr, std::filesystem::path(), GradientCheck::EveryStep);
   NonFiniteMonitor* monitor_ptr = monitor.get();
   trainer.add_callback(std::move(monitor));
   auto doc = std::make_unique<DoctorCallback>(r, log);

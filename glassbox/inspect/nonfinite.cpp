@@ -205,7 +205,7 @@ NonFiniteEvent localise_nonfinite(train::TaskModule& task, const data::Batch& ba
   return e;
 }
 
-NonFiniteMonitor::NonFiniteMonitor(NonFinitePolicy policy, std::ostream* out, std::filesystem::path report, bool check_gradients)
+NonFiniteMonitor::NonFiniteMonitor(NonFinitePolicy policy, std::ostream* out, std::filesystem::path report, GradientCheck check_gradients)
     : policy_(policy), out_(out), report_path_(std::move(report)), check_gradients_(check_gradients) {}
 
 NonFiniteMonitor::~NonFiniteMonitor() = default;
@@ -219,13 +219,20 @@ void NonFiniteMonitor::on_fit_start(train::Trainer& t) {
 void NonFiniteMonitor::on_train_batch_start(train::Trainer& t, const data::Batch& batch) {
   if (t.sanity_checking()) return;
   batch_ = batch;
-  rng_ = RngSnapshot::take();
+  // The generator states a replay needs: the CPU one always (dropout masks of CPU models, data
+  // augmentation), the CUDA ones only when training there.
+  rng_.cpu = cpu_rng_state();
+  if (t.device().is_cuda()) {
+    rng_.cuda = cuda_rng_states();
+  } else {
+    rng_.cuda.clear();
+  }
 }
 
 void NonFiniteMonitor::on_before_backward(train::Trainer&, const at::Tensor& loss) { loss_ = loss.detach(); }
 
 void NonFiniteMonitor::on_after_backward(train::Trainer& t) {
-  if (check_gradients_) t.request_grad_norm();
+  if (check_gradients_ == GradientCheck::EveryStep) t.request_grad_norm();
   if (!loss_.defined()) return;
   const bool finite = torch::isfinite(loss_).all().item<bool>();
   loss_ = at::Tensor();
@@ -236,7 +243,7 @@ void NonFiniteMonitor::on_before_optimizer_step(train::Trainer& t) {
   const bool bad = bad_in_window_;
   bad_in_window_ = false;
   if (bad) return;  // already reported for this step (the loss)
-  if (!check_gradients_) return;
+  if (check_gradients_ == GradientCheck::Off) return;
   const double g = t.last_grad_norm();
   if (!t.has_grad_norm() || std::isfinite(g)) return;
   if (t.precision().uses_scaler()) {

@@ -8,8 +8,7 @@
 //   // "non-finite loss at step 12 (epoch 0, batch 12): module "2" (ExpLayer) produced Inf in
 //   //  aten::exp from finite inputs (max |input| 3.1); samples 3, 17"
 //
-// Each step costs one host read of the loss (and, with check_gradients, of the gradient norm the
-// trainer computes). When a value is non-finite the batch is replayed with the same RNG state
+// Each step costs one host read of the loss and a copy of the CPU generator's state. When a value is non-finite the batch is replayed with the same RNG state
 // and the ForwardRecorder checking every op: the report names the first module, in forward
 // order, whose output became non-finite while its inputs were finite — or, when the forward was
 // finite, the first parameter (in backward order) whose gradient became non-finite — plus the
@@ -79,9 +78,16 @@ struct RngSnapshot {
 NonFiniteEvent localise_nonfinite(train::TaskModule& task, const data::Batch& batch, const LayerMap& map, train::Precision* precision,
                                   const RngSnapshot* rng = nullptr, const at::Tensor& dataset_index = {});
 
+// Gradients are checked through the trainer's total gradient norm: on the steps where it is
+// computed anyway (logging, clipping, probes) or, with EveryStep, at every step (one more pass
+// over the gradients). A NaN gradient missed on one step shows in the next step's loss, and the
+// replay then names the parameter it broke.
+enum class GradientCheck { Off, WhenComputed, EveryStep };
+
 class NonFiniteMonitor final : public train::Callback {
  public:
-  NonFiniteMonitor(NonFinitePolicy policy, std::ostream* out = nullptr, std::filesystem::path report = {}, bool check_gradients = true);
+  NonFiniteMonitor(NonFinitePolicy policy, std::ostream* out = nullptr, std::filesystem::path report = {},
+                   GradientCheck check_gradients = GradientCheck::WhenComputed);
   ~NonFiniteMonitor() override;
   std::string name() const override { return "NonFiniteMonitor"; }
 
@@ -101,7 +107,7 @@ class NonFiniteMonitor final : public train::Callback {
   NonFinitePolicy policy_;
   std::ostream* out_;
   std::filesystem::path report_path_;
-  bool check_gradients_;
+  GradientCheck check_gradients_;
   std::unique_ptr<LayerMap> map_;
   data::Batch batch_;
   RngSnapshot rng_;

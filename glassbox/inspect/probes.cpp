@@ -30,6 +30,7 @@ ProbeOptions ProbeOptions::from(const train::DiagnosticsOptions& d) {
   o.every_n_steps = d.probe_every_n_steps;
   o.activations = d.activations;
   o.histograms = d.histograms;
+  o.histogram_every_n_steps = d.histogram_every_n_steps;
   o.grad_norm_every_step = d.grad_norm_every_step;
   o.dead_after_probes = d.dead_after_probes;
   o.grad_norm_low = d.grad_norm_low;
@@ -101,10 +102,11 @@ void ProbeCallback::on_train_batch_start(train::Trainer& t, const data::Batch& b
   current_.epoch = t.current_epoch();
   current_.batch_size = batch.size();
   current_.grad_norm = NAN;
+  histogram_step_ = options_.histograms && writer_ != nullptr && t.global_step() % std::max<std::int64_t>(1, options_.histogram_every_n_steps) == 0;
   if (options_.activations) {
     RecorderOptions ro;
     ro.stats = true;
-    ro.keep_outputs = options_.histograms && writer_ != nullptr;
+    ro.keep_outputs = histogram_step_;
     recorder_ = std::make_unique<ForwardRecorder>(*map_, ro);
   }
 }
@@ -200,7 +202,7 @@ void ProbeCallback::finish_record(train::Trainer& t) {
       a.stats = stats[i];
       current_.activations.push_back(std::move(a));
     }
-    if (writer_ != nullptr && options_.histograms) {
+    if (histogram_step_) {
       for (const OpRecord* r : used)
         if (r->output.defined()) writer_->add_histogram("activations/" + r->layer, r->output, current_.step);
     }
@@ -223,7 +225,7 @@ void ProbeCallback::write_tensorboard(const ProbeRecord& r) {
     writer_->add_scalar("weight_norm/" + p.name, p.value.norm, r.step);
     if (p.has_grad) writer_->add_scalar("grad_norm/" + p.name, p.grad.norm, r.step);
     if (i < r.update_ratio.size() && std::isfinite(r.update_ratio[i])) writer_->add_scalar("update_ratio/" + p.name, r.update_ratio[i], r.step);
-    if (options_.histograms) {
+    if (histogram_step_) {
       writer_->add_histogram("weights/" + p.name, trainable_[i].tensor, r.step);
       const at::Tensor& g = trainable_[i].tensor.grad();
       if (g.defined()) writer_->add_histogram("grads/" + p.name, g, r.step);

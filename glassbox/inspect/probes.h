@@ -46,7 +46,8 @@ struct ProbeOptions {
   std::int64_t every_n_steps = 50;   // 0: only the gradient-norm history
   bool activations = true;
   bool histograms = true;            // (with a writer) histograms of weights, gradients, activations
-  bool grad_norm_every_step = true;
+  std::int64_t histogram_every_n_steps = 500;  // on probe steps that are multiples of this
+  bool grad_norm_every_step = false;
   std::int64_t dead_after_probes = 5;
   double grad_norm_low = 1e-2;
   double grad_norm_high = 100.0;
@@ -123,6 +124,7 @@ class ProbeCallback final : public train::Callback {
   std::unique_ptr<LayerMap> map_;
   std::unique_ptr<ForwardRecorder> recorder_;
   bool probing_ = false;           // the current step is a probe step
+  bool histogram_step_ = false;    // ... and one with histograms
   std::int64_t probed_step_ = -1;  // global step being probed
   ProbeRecord current_;
   std::vector<at::Tensor> before_;  // weights before the step (probe steps)

@@ -86,6 +86,7 @@ TEST(ProbeCallback, RecordsLayersParametersAndUpdatesEveryNSteps) {
   auto trainer = make_trainer(2);
   ProbeOptions po;
   po.every_n_steps = 7;
+  po.grad_norm_every_step = true;
   auto cb = std::make_unique<ProbeCallback>(po);
   ProbeCallback* probes = cb.get();
   trainer.add_callback(std::move(cb));
@@ -140,7 +141,9 @@ TEST(ProbeCallback, ReportsDeadLayersAndExplodingGradients) {
   auto data2 = make_data(x2 * 300.0, y2);
   SeqTask task2(torch::nn::Sequential(torch::nn::Linear(6, 32), torch::nn::ReLU(), torch::nn::Linear(32, 3)));
   auto trainer2 = make_trainer(1, 0.5);
-  auto cb2 = std::make_unique<ProbeCallback>(ProbeOptions{});
+  ProbeOptions every_step;
+  every_step.grad_norm_every_step = true;
+  auto cb2 = std::make_unique<ProbeCallback>(every_step);
   ProbeCallback* p2 = cb2.get();
   trainer2.add_callback(std::move(cb2));
   train::Trainer* unused = nullptr;
@@ -215,7 +218,7 @@ TEST(NonFiniteMonitor, FindsTheFirstParameterWithANonFiniteGradient) {
   // in backward after it are those of module "1".
   SeqTask task(torch::nn::Sequential(torch::nn::Linear(4, 6), torch::nn::Linear(6, 6), SqrtLayer(), torch::nn::Linear(6, 3)));
   auto trainer = make_trainer(1);
-  auto cb = std::make_unique<NonFiniteMonitor>(NonFinitePolicy::Stop);
+  auto cb = std::make_unique<NonFiniteMonitor>(NonFinitePolicy::Stop, nullptr, std::filesystem::path(), GradientCheck::EveryStep);
   NonFiniteMonitor* mon = cb.get();
   trainer.add_callback(std::move(cb));
   trainer.fit(task, data);
@@ -244,6 +247,7 @@ TEST(Trainer, AutomaticClippingThresholdIsThe95thPercentileOfTheFirstKNorms) {
   train::Trainer trainer(to, oo, so);
   ProbeOptions po;
   po.every_n_steps = 0;
+  po.grad_norm_every_step = true;
   auto cb = std::make_unique<ProbeCallback>(po);
   ProbeCallback* probes = cb.get();
   trainer.add_callback(std::move(cb));

@@ -16,19 +16,6 @@ nlohmann::json summary_json(const TensorSummary& s) {
   return {{"norm", num(s.norm)}, {"std", num(s.std)}, {"max_abs", num(s.max_abs)}, {"mean", num(s.mean)}, {"nonfinite", s.nonfinite}};
 }
 
-// [5] float64: norm, std, max |x|, mean, non-finite count — over the finite values.
-at::Tensor summary_row(const at::Tensor& t) {
-  at::Tensor x = t.detach();
-  if (!x.is_floating_point()) x = x.to(torch::kFloat);
-  if (x.numel() == 0) return torch::zeros({5}, torch::TensorOptions().dtype(torch::kDouble).device(x.device()));
-  at::Tensor finite = torch::isfinite(x);
-  at::Tensor xf = torch::where(finite, x, torch::zeros({}, x.options())).to(torch::kDouble);
-  at::Tensor n = finite.sum().to(torch::kDouble);
-  at::Tensor mean = xf.sum() / n.clamp_min(1);
-  at::Tensor var = torch::where(finite, (xf - mean).square(), torch::zeros({}, xf.options())).sum() / n.clamp_min(1);
-  return torch::stack({xf.norm(), var.sqrt(), xf.abs().max(), mean, x.numel() - n});
-}
-
 }  // namespace
 
 nlohmann::json ActivationStats::to_json() const {
@@ -94,25 +81,46 @@ std::vector<ParameterStats> parameter_stats(const std::vector<NamedTensor>& para
   std::vector<ParameterStats> out(params.size());
   if (params.empty()) return out;
   torch::NoGradGuard no_grad;
-  std::vector<at::Tensor> rows;
-  rows.reserve(params.size() * 2);
-  const auto device = params.front().tensor.device();
+  // All tensors (values, then the gradients that exist): the 2-norm and the max-norm from two
+  // multi-tensor kernels, the sum from one reduction each; std follows from the first two
+  // moments. One device->host copy in all.
+  std::vector<at::Tensor> all;
+  all.reserve(params.size() * 2);
   for (std::size_t i = 0; i < params.size(); ++i) {
-    const at::Tensor& p = params[i].tensor;
     out[i].name = params[i].name;
-    out[i].numel = p.numel();
-    rows.push_back(summary_row(p).to(device));
-    const at::Tensor& g = p.grad();
-    out[i].has_grad = g.defined();
-    rows.push_back(g.defined() ? summary_row(g).to(device) : torch::zeros({5}, torch::TensorOptions().dtype(torch::kDouble).device(device)));
+    out[i].numel = params[i].tensor.numel();
+    all.push_back(params[i].tensor.detach());
   }
-  at::Tensor all = torch::stack(rows).to(torch::kCPU).contiguous();
-  const double* d = all.data_ptr<double>();
   for (std::size_t i = 0; i < params.size(); ++i) {
-    const double* v = d + (2 * i) * 5;
-    const double* g = d + (2 * i + 1) * 5;
-    out[i].value = TensorSummary{v[0], v[1], v[2], v[3], v[4]};
-    if (out[i].has_grad) out[i].grad = TensorSummary{g[0], g[1], g[2], g[3], g[4]};
+    const at::Tensor& g = params[i].tensor.grad();
+    out[i].has_grad = g.defined();
+    if (g.defined()) all.push_back(g);
+  }
+  std::vector<at::Tensor> sums;
+  sums.reserve(all.size());
+  for (const auto& t : all) sums.push_back(t.sum(torch::kDouble));
+  at::Tensor host = torch::cat({torch::stack(at::_foreach_norm(all, 2)).to(torch::kDouble), torch::stack(at::_foreach_norm(all, INFINITY)).to(torch::kDouble),
+                                torch::stack(sums)})
+                        .to(torch::kCPU)
+                        .contiguous();
+  const double* d = host.data_ptr<double>();
+  const std::size_t n = all.size();
+  auto summary = [&](std::size_t k) {
+    TensorSummary s;
+    const double numel = static_cast<double>(std::max<std::int64_t>(1, all[k].numel()));
+    s.norm = d[k];
+    s.max_abs = d[n + k];
+    s.mean = d[2 * n + k];
+    s.mean /= numel;
+    s.std = std::sqrt(std::max(0.0, s.norm * s.norm / numel - s.mean * s.mean));
+    // Only a tensor with a NaN/Inf has a non-finite norm: count those values then (rare).
+    if (!std::isfinite(s.norm)) s.nonfinite = static_cast<double>(all[k].numel()) - torch::isfinite(all[k]).sum().item<double>();
+    return s;
+  };
+  std::size_t gk = params.size();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    out[i].value = summary(i);
+    if (out[i].has_grad) out[i].grad = summary(gk++);
   }
   return out;
 }
@@ -121,14 +129,14 @@ std::vector<double> update_ratios(const std::vector<at::Tensor>& before, const s
   std::vector<double> out(before.size(), 0.0);
   if (before.empty()) return out;
   torch::NoGradGuard no_grad;
-  std::vector<at::Tensor> rows;
-  rows.reserve(before.size());
-  for (std::size_t i = 0; i < before.size(); ++i) {
-    at::Tensor b = before[i].to(torch::kDouble);
-    at::Tensor a = after[i].detach().to(torch::kDouble);
-    rows.push_back(((a - b).norm() / b.norm().clamp_min(1e-30)).to(before.front().device()));
-  }
-  at::Tensor all = torch::stack(rows).to(torch::kCPU).contiguous();
+  std::vector<at::Tensor> a;
+  a.reserve(after.size());
+  for (const auto& t : after) a.push_back(t.detach());
+  // Multi-tensor kernels: the differences, their norms and the weights' norms.
+  const auto diffs = at::_foreach_sub(a, before);
+  at::Tensor dn = torch::stack(at::_foreach_norm(diffs, 2)).to(torch::kDouble);
+  at::Tensor bn = torch::stack(at::_foreach_norm(before, 2)).to(torch::kDouble);
+  at::Tensor all = (dn / bn.clamp_min(1e-30)).to(torch::kCPU).contiguous();
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = all.data_ptr<double>()[i];
   return out;
 }

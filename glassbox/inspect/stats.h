@@ -55,7 +55,8 @@ struct NamedTensor {
   at::Tensor tensor;
 };
 
-// Summaries of parameter values and their .grad(), one device->host copy in all.
+// Summaries of parameter values and their .grad(), one device->host copy in all. Computed over
+// all values (a non-finite value makes them NaN/Inf; `nonfinite` counts them).
 std::vector<ParameterStats> parameter_stats(const std::vector<NamedTensor>& params);
 
 // ||after - before|| / ||before|| per pair (the update-to-weight ratio), one copy in all.

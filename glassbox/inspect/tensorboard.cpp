@@ -137,6 +137,34 @@ Histogram make_histogram(const at::Tensor& values, int bins) {
   const std::int64_t total = values.numel();
   if (total == 0) return h;
 
+  // Fast path (the common case, every probe step): a floating tensor of finite values — a few
+  // reductions and one histc, two small device->host copies.
+  const at::Tensor flat_all = values.detach().reshape({-1});
+  if (flat_all.is_floating_point() && total <= kHistogramChunk) {
+    auto [mn, mx] = at::aminmax(flat_all);
+    const at::Tensor xd = flat_all.to(at::kDouble);
+    const at::Tensor st = at::stack({mn.to(at::kDouble), mx.to(at::kDouble), xd.sum(), xd.square().sum()}).to(at::kCPU);
+    const double* m = st.data_ptr<double>();
+    if (std::isfinite(m[0]) && std::isfinite(m[1])) {
+      h.num = static_cast<double>(total);
+      h.min = m[0];
+      h.max = m[1];
+      h.sum = m[2];
+      h.sum_squares = m[3];
+      if (h.min == h.max) {
+        h.bucket_limit = {DBL_MAX};
+        h.bucket = {h.num};
+        return h;
+      }
+      const at::Tensor counts = at::histc(xd, bins, h.min, h.max).to(at::kCPU).contiguous();
+      const double width = (h.max - h.min) / bins;
+      h.bucket_limit.resize(static_cast<std::size_t>(bins));
+      h.bucket.assign(counts.data_ptr<double>(), counts.data_ptr<double>() + bins);
+      for (int i = 0; i + 1 < bins; ++i) h.bucket_limit[static_cast<std::size_t>(i)] = h.min + (i + 1) * width;
+      h.bucket_limit.back() = DBL_MAX;
+      return h;
+    }
+  }
   // Everything below stays on the tensor's device, in chunks of kHistogramChunk values (the
   // float64 temporaries stay bounded for large tensors) and without host synchronisation:
   // pass 1 accumulates min, max, count, sum and sum of squares of the finite values, pass 2

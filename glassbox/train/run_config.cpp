@@ -35,6 +35,8 @@ void RunConfig::validate() const {
 void DiagnosticsOptions::validate() const {
   GB_CHECK(probe_every_n_steps >= 0, InvalidArgument, "diagnostics.probe_every_n_steps must be >= 0, got " << probe_every_n_steps,
            "use 0 (off) or e.g. 50");
+  GB_CHECK(histogram_every_n_steps >= 1, InvalidArgument, "diagnostics.histogram_every_n_steps must be >= 1, got " << histogram_every_n_steps,
+           "use e.g. 500");
   GB_CHECK(dead_after_probes >= 1, InvalidArgument, "diagnostics.dead_after_probes must be >= 1, got " << dead_after_probes, "use e.g. 5");
   GB_CHECK(grad_norm_low >= 0 && grad_norm_high > grad_norm_low, InvalidArgument,
            "diagnostics.grad_norm_low (" << grad_norm_low << ") must be >= 0 and below grad_norm_high (" << grad_norm_high << ")",
