@@ -85,7 +85,7 @@ TEST(Lab, TrainingRunWritesTensorBoardEventsThatTensorBoardReads) {
   auto [rc, out] = testing::run_command(gb() + " train " + (testing::source_dir() / "configs" / "quickstart.toml").string() + " --run-dir " + run.string() +
                                         " --set data.limit_train=2500 --set data.val_size=500 --set trainer.max_epochs=1"
                                         " --set trainer.enable_progress_bar=false --set diagnostics.probe_every_n_steps=10"
-                                        " --set trainer.log_every_n_steps=5");
+                                        " --set trainer.log_every_n_steps=5 --set diagnostics.grad_norm_every_step=true");
   ASSERT_EQ(rc, 0) << out;
   const std::string text = testing::run_python("tests/reference/tensorboard_read.py", {run.string()});
   const nlohmann::json j = nlohmann::json::parse(text);
