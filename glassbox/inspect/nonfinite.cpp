@@ -267,7 +267,7 @@ void NonFiniteMonitor::report(train::Trainer& t, const std::string& what) {
     NonFiniteEvent e = localise_nonfinite(*t.task(), batch_, *map_, &t.precision(), &rng_, ds_index);
     e.step = t.global_step();
     e.epoch = t.current_epoch();
-    e.batch = t.batch_in_epoch();
+    e.batch = batch_.batch_index;  // the loader's position of the batch in its epoch
     e.message = compose_message(e);  // with the trainer's step numbers
     first_ = e;
     if (out_ != nullptr) *out_ << "glassbox: " << e.message << "\n" << std::flush;
