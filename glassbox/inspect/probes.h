@@ -46,7 +46,7 @@ struct ProbeOptions {
   std::int64_t every_n_steps = 50;   // 0: only the gradient-norm history
   bool activations = true;
   bool histograms = true;            // (with a writer) histograms of weights, gradients, activations
-  std::int64_t histogram_every_n_steps = 500;  // on probe steps that are multiples of this
+  std::int64_t histogram_every_n_steps = 1000;  // on probe steps that are multiples of this
   bool grad_norm_every_step = false;
   std::int64_t dead_after_probes = 5;
   double grad_norm_low = 1e-2;

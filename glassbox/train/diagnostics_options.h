@@ -22,7 +22,7 @@ struct DiagnosticsOptions {
   std::int64_t probe_every_n_steps = 50;  // 0: no probes
   bool activations = true;                // record per-layer activation statistics on probe steps
   bool histograms = true;                 // TensorBoard histograms of weights, gradients, activations
-  std::int64_t histogram_every_n_steps = 500;  // on the probe steps that are multiples of this (wandb.watch: 1000)
+  std::int64_t histogram_every_n_steps = 1000;  // on the probe steps that are multiples of this (wandb.watch's log_freq)
   bool tensorboard = true;
   // The total gradient norm of every step (history, TensorBoard). Off: on logging and probe steps
   // (one extra pass over the gradients per step: ~5-15 % for small models on a CPU).
