@@ -234,7 +234,8 @@ void NonFiniteMonitor::on_before_backward(train::Trainer&, const at::Tensor& los
 void NonFiniteMonitor::on_after_backward(train::Trainer& t) {
   if (check_gradients_ == GradientCheck::EveryStep) t.request_grad_norm();
   if (!loss_.defined()) return;
-  const bool finite = torch::isfinite(loss_).all().item<bool>();
+  // One host read; the loss is a scalar (with accumulation, the micro-batch's).
+  const bool finite = loss_.numel() == 1 ? std::isfinite(loss_.item<double>()) : torch::isfinite(loss_).all().item<bool>();
   loss_ = at::Tensor();
   if (!finite) report(t, "loss");
 }
