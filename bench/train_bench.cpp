@@ -1,9 +1,12 @@
 #include "bench/train_bench.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+
+#include <vector>
 
 #include <unistd.h>
 
@@ -154,12 +157,33 @@ nlohmann::json run_train_bench(const TrainBenchOptions& in) {
     // Interleaved so that machine noise hits every measurement alike.
     raw = std::max(raw, measure_raw(o, data));
     trainer = std::max(trainer, measure_trainer(o, data));
-    probed = std::max(probed, measure_trainer(o, data, /*probes=*/true));
     if (!o.skip_python) {
       python = std::max(python, measure_python(o, "python_loop.py"));
       lightning = std::max(lightning, measure_python(o, "lightning_loop.py"));
     }
   }
+  // probes_vs_plain from back-to-back pairs in alternating order (plain, probed, probed, plain,
+  // ...): the ratio of two runs seconds apart cancels the slow swings of a shared machine that a
+  // ratio of two best-of-N figures, taken minutes apart, does not; the median drops the pairs a
+  // burst of other work hit.
+  std::vector<double> ratios;
+  for (std::int64_t r = 0; r < o.probe_pairs; ++r) {
+    double plain = 0, with = 0;
+    if (r % 2 == 0) {
+      plain = measure_trainer(o, data);
+      with = measure_trainer(o, data, /*probes=*/true);
+    } else {
+      with = measure_trainer(o, data, /*probes=*/true);
+      plain = measure_trainer(o, data);
+    }
+    trainer = std::max(trainer, plain);
+    probed = std::max(probed, with);
+    ratios.push_back(with / plain);
+  }
+  std::vector<double> sorted = ratios;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t n = sorted.size();
+  const double median = n == 0 ? 0.0 : (n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]));
   nlohmann::json j;
   j["model"] = "mlp 784-512-256-10 (batchnorm, dropout 0.2), adamw";
   j["batch_size"] = o.batch_size;
@@ -170,7 +194,9 @@ nlohmann::json run_train_bench(const TrainBenchOptions& in) {
   j["raw_sps"] = raw;
   j["trainer_vs_raw"] = trainer / raw;
   j["probes_sps"] = probed;
-  j["probes_vs_plain"] = probed / trainer;
+  j["probe_pairs"] = o.probe_pairs;
+  j["probes_vs_plain"] = median;
+  j["probes_vs_plain_pairs"] = ratios;
   if (!o.skip_python) {
     j["python_sps"] = python;
     j["lightning_sps"] = lightning;

@@ -4,7 +4,8 @@
 //   python     a plain Python PyTorch loop (bench/python_loop.py, torch from .venv)
 //   lightning  PyTorch Lightning's Trainer (bench/lightning_loop.py)
 // and the Trainer with the default diagnostics (probes every 50 steps, TensorBoard histograms,
-// per-step gradient norm, non-finite monitor) against the same Trainer without: probes_vs_plain.
+// non-finite monitor) against the same Trainer without: probes_vs_plain, the median ratio of
+// back-to-back pairs in alternating order (probe_pairs of them).
 //
 //   TrainBenchOptions o; o.steps = 2000;
 //   nlohmann::json r = run_train_bench(o);   // trainer_sps, raw_sps, ..., trainer_vs_raw, ...
@@ -23,6 +24,7 @@ struct TrainBenchOptions {
   std::int64_t batch_size = 32;
   std::int64_t threads = 2;
   std::int64_t repeats = 3;       // best of N for every measurement
+  std::int64_t probe_pairs = 10;  // plain/probed pairs behind probes_vs_plain
   std::string python;             // default: <source>/.venv/bin/python
   std::string source_dir;         // default: compile-time source dir
   bool skip_python = false;

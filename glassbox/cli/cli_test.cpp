@@ -127,5 +127,20 @@ TEST(Cli, FastDevRunWritesNothing) {
   EXPECT_FALSE(fs::exists(dir / "run" / "checkpoints"));
 }
 
+// The benchmark's JSON shape (figures themselves belong in docs/benchmarks.md, not in tests).
+TEST(Cli, BenchTrainReportsProbesVsPlainFromPairs) {
+  auto [rc, out] = testing::run_command(gb() + " bench train --skip-python --steps 60 --repeats 1 --probe-pairs 2 --threads 1 --json 2>/dev/null");
+  ASSERT_EQ(rc, 0) << out;
+  const auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  for (const char* k : {"trainer_sps", "raw_sps", "trainer_vs_raw", "probes_sps", "probes_vs_plain"}) {
+    ASSERT_TRUE(j.contains(k)) << k;
+    EXPECT_GT(j[k].get<double>(), 0.0) << k;
+  }
+  ASSERT_EQ(j["probes_vs_plain_pairs"].size(), 2u);
+  const double a = j["probes_vs_plain_pairs"][0].get<double>(), b = j["probes_vs_plain_pairs"][1].get<double>();
+  EXPECT_DOUBLE_EQ(j["probes_vs_plain"].get<double>(), 0.5 * (a + b));
+  EXPECT_FALSE(j.contains("python_sps"));
+}
+
 }  // namespace
 }  // namespace glassbox

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "glassbox/inspect/nonfinite.h"
@@ -77,6 +78,44 @@ std::pair<at::Tensor, at::Tensor> toy(std::int64_t n, std::int64_t features, std
   at::Tensor x = torch::randn({n, features}, gen);
   at::Tensor y = (x.select(1, 0) > 0).to(torch::kLong) + (x.select(1, 1) > 0.5).to(torch::kLong);
   return {x, y};
+}
+
+// parameter_stats against the same reductions done directly in double precision.
+TEST(ParameterStats, AgreesWithDirectReductionsForEveryDtypeAndNonFiniteValues) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
+  at::Tensor w = (torch::randn({300, 70}, gen) * 0.02 + 0.5).requires_grad_();  // std << mean
+  at::Tensor b = torch::randn({70}, gen).to(torch::kBFloat16).requires_grad_();
+  at::Tensor d = (torch::randn({5, 4}, gen).to(torch::kDouble) * 1e3).requires_grad_();
+  at::Tensor frozen = torch::randn({9}, gen).requires_grad_();
+  w.mutable_grad() = torch::randn({300, 70}, gen) * 1e-4;
+  b.mutable_grad() = (torch::randn({70}, gen) * 300).to(torch::kBFloat16);
+  at::Tensor dg = torch::randn({5, 4}, gen).to(torch::kDouble);
+  dg[1][2] = std::numeric_limits<double>::quiet_NaN();
+  dg[3][0] = -std::numeric_limits<double>::infinity();
+  d.mutable_grad() = dg;
+  const auto stats = parameter_stats({{"w", w}, {"b", b}, {"d", d}, {"frozen", frozen}});
+  ASSERT_EQ(stats.size(), 4u);
+  auto check = [](const TensorSummary& s, const at::Tensor& t, const char* what) {
+    SCOPED_TRACE(what);
+    const at::Tensor x = t.detach().to(torch::kDouble);
+    const double scale = x.abs().max().item<double>();
+    EXPECT_NEAR(s.norm, x.norm().item<double>(), 1e-6 * x.norm().item<double>());
+    EXPECT_DOUBLE_EQ(s.max_abs, scale);
+    EXPECT_NEAR(s.mean, x.mean().item<double>(), 1e-6 * scale);
+    EXPECT_NEAR(s.std, x.std(/*unbiased=*/false).item<double>(), 1e-4 * x.std(false).item<double>());
+    EXPECT_EQ(s.nonfinite, 0.0);
+  };
+  check(stats[0].value, w, "w");
+  check(stats[0].grad, w.grad(), "w.grad");
+  check(stats[1].value, b, "b (bfloat16)");
+  check(stats[1].grad, b.grad(), "b.grad (bfloat16, |g| up to ~1000)");
+  check(stats[2].value, d, "d (float64)");
+  EXPECT_EQ(stats[2].grad.nonfinite, 2.0);
+  EXPECT_FALSE(std::isfinite(stats[2].grad.norm));
+  EXPECT_FALSE(stats[3].has_grad);
+  check(stats[3].value, frozen, "frozen");
+  EXPECT_EQ(stats[0].numel, 300 * 70);
+  EXPECT_EQ(stats[1].name, "b");
 }
 
 TEST(ProbeCallback, RecordsLayersParametersAndUpdatesEveryNSteps) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "glassbox/inspect/layer_map.h"
 #include "glassbox/inspect/stats.h"
@@ -138,6 +139,33 @@ TEST(ActivationStats, MatchHandComputedValues) {
   // Units are columns: {0, 3}, {2, nan}, {-1, 1} are positive somewhere; {0, -2} never is.
   EXPECT_DOUBLE_EQ(s.dead_fraction, 0.25);
   EXPECT_TRUE(std::isnan(activation_stats_to_host({activation_stats_row(torch::ones({3}))}).at(0).dead_fraction));
+}
+
+// Feature maps [N, C, H, W]: units are channels. Non-contiguous (channels-last strides), one
+// dead channel, an Inf and a NaN, in float16 and float64; against direct torch reductions.
+TEST(ActivationStats, AgreeWithTorchOnFeatureMapsOfEveryDtype) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
+  at::Tensor base = torch::randn({6, 5, 4, 3}, gen).to(torch::kDouble) * 3 + 1;
+  base.select(1, 2).fill_(-0.5);  // channel 2 never positive: 1 of 5 units dead
+  base[0][1][0][0] = std::numeric_limits<double>::infinity();
+  base[4][3][2][1] = std::nan("");
+  base[1][0][1][1] = 0.0;
+  for (auto dtype : {torch::kDouble, torch::kFloat, torch::kHalf}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    at::Tensor x = base.to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
+    ASSERT_FALSE(x.is_contiguous());
+    const auto s = activation_stats_to_host({activation_stats_row(x)}).at(0);
+    const at::Tensor v = x.to(torch::kDouble);
+    const at::Tensor finite = v.masked_select(torch::isfinite(v));
+    EXPECT_NEAR(s.mean, finite.mean().item<double>(), 1e-12);
+    EXPECT_NEAR(s.std, finite.std(/*unbiased=*/false).item<double>(), 1e-12);
+    EXPECT_EQ(s.min, finite.min().item<double>());
+    EXPECT_EQ(s.max, finite.max().item<double>());
+    EXPECT_DOUBLE_EQ(s.zero_fraction, (v == 0).sum().item<double>() / 360.0);
+    EXPECT_DOUBLE_EQ(s.dead_fraction, 0.2);
+    EXPECT_EQ(s.nonfinite, 2.0);
+    EXPECT_EQ(s.numel, 360.0);
+  }
 }
 
 TEST(Stats, QuantileMatchesNumpyLinear) {
