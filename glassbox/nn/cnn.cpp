@@ -79,4 +79,17 @@ CnnImpl::CnnImpl(const CnnOptions& options, const ModelShape& shape) {
 
 at::Tensor CnnImpl::forward(const at::Tensor& x) { return classifier_->forward(features_->forward(x)); }
 
+std::vector<Stage> CnnImpl::stages() {
+  std::vector<Stage> out;
+  const auto names = features_->named_children();
+  std::size_t i = 0;
+  for (const auto& m : *features_) {
+    torch::nn::AnyModule any = m;
+    out.push_back({"features." + names[i++].key(), [any](const at::Tensor& x) mutable { return any.forward(x); }, true});
+  }
+  torch::nn::Sequential head = classifier_;
+  out.push_back({"classifier", [head](const at::Tensor& x) mutable { return head->forward(x); }, false});
+  return out;
+}
+
 }  // namespace glassbox::nn

@@ -32,6 +32,8 @@ class CnnImpl : public torch::nn::Module {
  public:
   CnnImpl(const CnnOptions& options, const ModelShape& shape);
   at::Tensor forward(const at::Tensor& x);
+  // features.<child> for every layer of the feature extractor, then "classifier".
+  std::vector<Stage> stages();
 
  private:
   torch::nn::Sequential features_{nullptr};

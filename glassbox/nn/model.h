@@ -28,12 +28,25 @@ struct ModelShape {
   std::int64_t num_classes = 10;
 };
 
+// One step of a model whose forward is a chain: the output of one stage is the input of the
+// next, and running every stage in order is exactly forward(). Explanations (Grad-CAM) split a
+// forward at a stage to read its output and the gradient there — the C++ frontend has no hooks.
+// name: the module path of the stage's output ("layer4.1", "features.relu1_1", "fc").
+struct Stage {
+  std::string name;
+  std::function<at::Tensor(const at::Tensor&)> run;
+  bool spatial = false;  // the output is a feature map [N, C, H, W]
+};
+
 class Model {
  public:
   virtual ~Model() = default;
   virtual at::Tensor forward(const at::Tensor& x) = 0;
   virtual std::shared_ptr<torch::nn::Module> module() = 0;
   virtual std::string name() const = 0;
+  // The forward as a chain of stages; empty when the model does not say (then only methods that
+  // need the input's gradient alone, such as saliency, apply).
+  virtual std::vector<Stage> stages() { return {}; }
 };
 
 // Wraps a TORCH_MODULE holder (e.g. Mlp) whose forward takes one tensor.
@@ -44,6 +57,13 @@ class ModuleModel final : public Model {
   at::Tensor forward(const at::Tensor& x) override { return holder_->forward(x); }
   std::shared_ptr<torch::nn::Module> module() override { return holder_.ptr(); }
   std::string name() const override { return name_; }
+  std::vector<Stage> stages() override {
+    if constexpr (requires { holder_->stages(); }) {
+      return holder_->stages();
+    } else {
+      return {};
+    }
+  }
   Holder& holder() { return holder_; }
 
  private:

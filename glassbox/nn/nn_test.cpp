@@ -132,3 +132,54 @@ TEST(Loss, RejectsBadOptions) {
 
 }  // namespace
 }  // namespace glassbox::nn
+
+namespace glassbox::nn {
+namespace {
+
+// Running every stage in order is exactly forward(), for every zoo model that has stages.
+TEST(Stages, ComposeToTheForwardPassOfEveryConvolutionalModel) {
+  torch::manual_seed(3);
+  struct Case {
+    ModelOptions opts;
+    std::vector<std::int64_t> shape;
+    std::vector<std::string> expect_some;
+  };
+  std::vector<Case> cases;
+  {
+    ModelOptions o;
+    o.name = "cnn";
+    cases.push_back({o, {1, 28, 28}, {"features.conv0_0", "features.relu1_0", "features.pool1", "classifier"}});
+  }
+  {
+    ModelOptions o;
+    o.name = "resnet18";
+    o.resnet18.width = 8;
+    cases.push_back({o, {3, 32, 32}, {"conv1", "relu", "layer1.0", "layer4.1", "avgpool", "fc"}});
+    o.resnet18.stem = "imagenet";
+    cases.push_back({o, {3, 64, 64}, {"maxpool", "layer4.1"}});
+  }
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.opts.name + " " + c.opts.resnet18.stem);
+    auto m = make_model(c.opts, ModelShape{c.shape, 7});
+    m->module()->eval();
+    std::vector<std::int64_t> xs{4};
+    xs.insert(xs.end(), c.shape.begin(), c.shape.end());
+    const at::Tensor x = torch::randn(xs);
+    torch::NoGradGuard ng;
+    const at::Tensor ref = m->forward(x);
+    at::Tensor y = x;
+    std::vector<std::string> names;
+    for (auto& s : m->stages()) {
+      y = s.run(y);
+      names.push_back(s.name);
+      EXPECT_EQ(s.spatial, y.dim() == 4) << s.name;
+    }
+    EXPECT_TRUE(torch::equal(y, ref));
+    for (const auto& n : c.expect_some) EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  }
+  ModelOptions mlp;
+  EXPECT_TRUE(make_model(mlp, ModelShape{{1, 28, 28}, 10})->stages().empty());
+}
+
+}  // namespace
+}  // namespace glassbox::nn

@@ -87,4 +87,26 @@ at::Tensor ResNet18Impl::forward(const at::Tensor& x) {
   return fc_->forward(y);
 }
 
+std::vector<Stage> ResNet18Impl::stages() {
+  std::vector<Stage> out;
+  tnn::Conv2d conv1 = conv1_;
+  tnn::BatchNorm2d bn1 = bn1_;
+  out.push_back({"conv1", [conv1](const at::Tensor& x) mutable { return conv1->forward(x); }, true});
+  out.push_back({"bn1", [bn1](const at::Tensor& x) mutable { return bn1->forward(x); }, true});
+  out.push_back({"relu", [](const at::Tensor& x) { return torch::relu(x); }, true});
+  if (imagenet_stem_) out.push_back({"maxpool", [](const at::Tensor& x) { return torch::max_pool2d(x, 3, 2, 1); }, true});
+  const std::pair<const char*, tnn::Sequential> layers[] = {{"layer1", layer1_}, {"layer2", layer2_}, {"layer3", layer3_}, {"layer4", layer4_}};
+  for (const auto& [name, layer] : layers) {
+    const auto children = layer->named_children();
+    for (const auto& c : children) {
+      auto block = std::dynamic_pointer_cast<BasicBlockImpl>(c.value());
+      out.push_back({std::string(name) + "." + c.key(), [block](const at::Tensor& x) { return block->forward(x); }, true});
+    }
+  }
+  out.push_back({"avgpool", [](const at::Tensor& x) { return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1); }, false});
+  tnn::Linear fc = fc_;
+  out.push_back({"fc", [fc](const at::Tensor& x) mutable { return fc->forward(x); }, false});
+  return out;
+}
+
 }  // namespace glassbox::nn

@@ -43,6 +43,9 @@ class ResNet18Impl : public torch::nn::Module {
  public:
   ResNet18Impl(const ResNetOptions& options, const ModelShape& shape);
   at::Tensor forward(const at::Tensor& x);
+  // torchvision's names: conv1, bn1, relu, [maxpool], layer1.0 ... layer4.1, avgpool (with the
+  // flatten), fc.
+  std::vector<Stage> stages();
 
  private:
   bool imagenet_stem_;
