@@ -151,7 +151,12 @@ ClassificationReport classification_report(const ClassificationInput& in) {
       r.weighted.f1 += w * m.prf.f1;
     }
   }
-  for (std::int64_t kk = 1; kk <= std::min<std::int64_t>(5, k - 1); ++kk) r.top_k.emplace_back(kk, top_k_accuracy(in, kk));
+  // Two classes are a binary problem for sklearn: top-1 is the prediction (a tie goes to class 0).
+  if (k == 2) {
+    r.top_k.emplace_back(1, r.accuracy);
+  } else {
+    for (std::int64_t kk = 1; kk <= std::min<std::int64_t>(5, k - 1); ++kk) r.top_k.emplace_back(kk, top_k_accuracy(in, kk));
+  }
 
   // One-vs-rest ranking metrics on each class's score column.
   std::vector<double> column(static_cast<std::size_t>(n));
@@ -175,11 +180,13 @@ ClassificationReport classification_report(const ClassificationInput& in) {
       ++r.roc_auc_defined;
     }
   }
-  r.roc_auc_macro = r.roc_auc_defined > 0 ? auc_sum / static_cast<double>(r.roc_auc_defined) : std::numeric_limits<double>::quiet_NaN();
+  r.roc_auc_macro_defined = r.roc_auc_defined > 0 ? auc_sum / static_cast<double>(r.roc_auc_defined) : std::numeric_limits<double>::quiet_NaN();
+  r.roc_auc_macro = auc_undefined.empty() ? r.roc_auc_macro_defined : std::numeric_limits<double>::quiet_NaN();
+  if (k == 2) r.roc_auc_macro = r.per_class[1].roc_auc;  // sklearn's binary roc_auc_score on the class-1 score
   if (!auc_undefined.empty())
-    r.notes.push_back(fmt::format("ROC AUC is undefined for class(es) {} (they never occur, or every sample is one); the macro ROC AUC "
-                                  "covers the other {} classes (sklearn's roc_auc_score raises instead)",
-                                  fmt::join(auc_undefined, ", "), r.roc_auc_defined));
+    r.notes.push_back(fmt::format("ROC AUC is undefined for class(es) {} (they never occur, or every sample is one), so the macro ROC AUC "
+                                  "is undefined as in sklearn; over the other {} classes it is {:.6f}",
+                                  fmt::join(auc_undefined, ", "), r.roc_auc_defined, r.roc_auc_macro_defined));
 
   std::int64_t most = 0, least = std::numeric_limits<std::int64_t>::max();
   for (std::int64_t c = 0; c < k; ++c) {
@@ -252,6 +259,7 @@ nlohmann::json ClassificationReport::to_json(const std::vector<std::string>& nam
   j["averages"] = {{"micro", prf(micro)}, {"macro", prf(macro)}, {"weighted", prf(weighted)}};
   j["average_precision_macro"] = average_precision_macro;
   j["roc_auc_ovr_macro"] = num(roc_auc_macro);
+  j["roc_auc_ovr_macro_defined"] = num(roc_auc_macro_defined);
   j["notes"] = notes;
   return j;
 }

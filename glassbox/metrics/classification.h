@@ -13,8 +13,10 @@
 // top_k_accuracy_score: scores sorted by a stable sort and read from the end, so among tied
 // scores the higher class index ranks first. Average precision and ROC AUC are one-vs-rest per
 // class on the class's score column (tied scores form one threshold); AP of a class that never
-// occurs is 0 (sklearn's value, with its warning), its ROC AUC is undefined (null), and the macro
-// ROC AUC then covers the classes where it is defined (sklearn raises instead; `notes` says so).
+// occurs is 0 and counts in the macro AP (sklearn's values, with its warning); its ROC AUC is
+// undefined (null), which makes the macro ROC AUC undefined as in sklearn — the mean over the
+// classes where it is defined is given beside it (`notes` says so). Two classes are sklearn's
+// binary case: top-1 = accuracy, ROC AUC = the class-1 score's.
 // Thread safety: pure functions.
 #pragma once
 
@@ -64,7 +66,8 @@ struct ClassificationReport {
   double accuracy = 0;
   std::vector<std::pair<std::int64_t, double>> top_k;   // (k, accuracy) for k = 1 .. min(5, K - 1)
   double average_precision_macro = 0;
-  double roc_auc_macro = 0;                             // over the classes where it is defined; NaN if none
+  double roc_auc_macro = 0;                             // sklearn's macro OvR: NaN when any class's is undefined
+  double roc_auc_macro_defined = 0;                     // the mean over the classes where it is defined
   std::int64_t roc_auc_defined = 0;                     // classes in that mean
   std::int64_t majority_class = 0;                      // most frequent true class (lowest index on ties)
   double majority_accuracy = 0;                         // accuracy of always predicting it
