@@ -23,6 +23,9 @@ void add_quickstart(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_doctor(CLI::App& app);
 void add_lab(CLI::App& app);
+void add_eval(CLI::App& app);
+void add_explain(CLI::App& app);
+void add_report(CLI::App& app);
 
 // The process exit status a command asks for when it returns normally (default 0).
 int& exit_code();

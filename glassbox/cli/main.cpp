@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   glassbox::cli::add_bench(app);
   glassbox::cli::add_doctor(app);
   glassbox::cli::add_lab(app);
+  glassbox::cli::add_eval(app);
+  glassbox::cli::add_explain(app);
+  glassbox::cli::add_report(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

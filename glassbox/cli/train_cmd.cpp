@@ -3,9 +3,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fmt/format.h>
+
 #include "glassbox/base/config.h"
+#include "glassbox/base/files.h"
 #include "glassbox/cli/commands.h"
+#include "glassbox/cli/explain_run.h"
 #include "glassbox/inspect/diagnostics.h"
+#include "glassbox/inspect/doctor.h"
+#include "glassbox/report/report.h"
+#include "glassbox/train/evaluate.h"
 #include "glassbox/train/run.h"
 
 namespace glassbox::cli {
@@ -22,6 +29,39 @@ struct TrainArgs {
 
 void print_summary(const nlohmann::json& summary, bool json) {
   if (json) std::cout << summary.dump(2) << "\n";
+}
+
+// After a run: evaluate the tested checkpoint, explain some right and wrong test predictions,
+// check the data with the doctor, and write the report (quickstart's closing steps).
+void close_the_loop(const nlohmann::json& summary, const train::RunConfig& cfg, std::ostream& out) {
+  const std::string run_dir = summary.value("run_dir", "");
+  if (run_dir.empty()) return;  // fast_dev_run: nothing was written
+  std::string ckpt = summary.value("best_checkpoint", "");
+  if (ckpt.empty()) ckpt = summary.value("last_checkpoint", "");
+  if (!ckpt.empty()) {
+    train::EvalOptions eo;
+    eo.checkpoint = ckpt;
+    eo.device = cfg.trainer.device == "auto" ? "auto" : cfg.trainer.device;
+    const nlohmann::json m = train::evaluate_checkpoint(eo);
+    out << fmt::format("evaluation: accuracy {:.4f}, macro F1 {:.4f}, ECE {:.4f} -> {}/metrics.json\n", m["accuracy"].get<double>(),
+                       m["averages"]["macro"]["f1"].get<double>(), m["calibration"]["ece"].get<double>(), m["out_dir"].get<std::string>());
+    if (cfg.data.source.format != "csv") {
+      ExplainRequest er;
+      er.checkpoint = ckpt;
+      er.misclassified = 8;
+      er.correct = 8;
+      er.device = eo.device;
+      const nlohmann::json ex = explain_checkpoint(er);
+      out << fmt::format("explanations: {} of {} test samples -> {}/index.json\n", ex["method"].get<std::string>(), ex["items"].size(),
+                         ex["out_dir"].get<std::string>());
+    }
+  }
+  inspect::DoctorOptions d;
+  d.run = false;  // the data and the setup; the run itself was watched by the probes
+  const inspect::DoctorReport doc = inspect::run_doctor(cfg, d, nullptr);
+  write_file_atomic(std::filesystem::path(run_dir) / "doctor.json", doc.to_json().dump(2) + "\n");
+  out << fmt::format("doctor: {} finding(s) on the data and setup -> {}/doctor.json\n", doc.findings.size(), run_dir);
+  out << "report: " << report::write_report(run_dir).string() << "\n";
 }
 
 }  // namespace
@@ -75,7 +115,10 @@ void add_quickstart(CLI::App& app) {
     // The default run directory is quickstart's own; a user-chosen one is protected.
     ro.overwrite = args->overwrite || args->run_dir.empty();
     install_run_diagnostics(cfg, ro);
-    print_summary(train::run_training(std::move(cfg), ro, args->json ? std::cerr : std::cout), args->json);
+    std::ostream& out = args->json ? std::cerr : std::cout;
+    const nlohmann::json summary = train::run_training(cfg, ro, out);
+    close_the_loop(summary, cfg, out);
+    print_summary(summary, args->json);
   });
 }
 

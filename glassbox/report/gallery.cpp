@@ -1,0 +1,152 @@
+// The #gradcam gallery (explain/index.json and its images) and the #doctor findings (doctor.json).
+#include <map>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "glassbox/base/files.h"
+#include "glassbox/report/html.h"
+#include "glassbox/report/report_internal.h"
+
+namespace glassbox::report::detail {
+namespace {
+
+constexpr std::size_t kMaxPerGroup = 24;  // images per group; the rest are counted
+
+// An <img> of explain/<name> as a data: URI, or a placeholder when the file is missing or is
+// neither PNG nor JPEG. A name that leaves explain/ is a malformed index.
+std::string image(const JsonView& field, const fs::path& explain_dir, std::string_view what, std::int64_t sample) {
+  const auto name = field.string();
+  if (!name) return "";
+  const fs::path rel(*name);
+  if (rel.empty() || rel.is_absolute()) field.fail("must be a file name relative to explain/, got \"" + *name + "\"");
+  for (const auto& part : rel) {
+    if (part == "..") field.fail("must stay inside explain/, got \"" + *name + "\"");
+  }
+  const fs::path path = explain_dir / rel;
+  std::error_code ec;
+  auto placeholder = [&](std::string_view why) {
+    return "<div class=\"note\" style=\"width:110px\">" + escape(std::string(why) + ": " + *name) + "</div>";
+  };
+  if (!fs::is_regular_file(path, ec)) return placeholder("missing");
+  const std::string bytes = read_file(path);
+  std::string mime;
+  if (bytes.rfind("\x89PNG\r\n\x1a\n", 0) == 0)
+    mime = "image/png";
+  else if (bytes.rfind("\xFF\xD8\xFF", 0) == 0)
+    mime = "image/jpeg";
+  else
+    return placeholder("not a PNG");
+  const std::string alt = std::string(what) + " of sample " + std::to_string(sample);
+  return "<img src=\"" + data_uri(mime, bytes) + "\" alt=\"" + escape(alt) + "\" title=\"" + escape(alt) + "\">";
+}
+
+std::string item_html(const JsonView& it, const fs::path& explain_dir, bool correct) {
+  const std::int64_t index = it["index"].integer().value_or(-1);
+  const auto label = it["label"].integer(), predicted = it["predicted"].integer(),
+             target = it["target_class"].integer();
+  const std::string label_name = it["label_name"].text().value_or(label ? "class " + std::to_string(*label) : "?");
+  const std::string pred_name =
+      it["predicted_name"].text().value_or(predicted ? "class " + std::to_string(*predicted) : "?");
+  std::string out = "<div class=\"item\"><div class=\"imgs\">" +
+                    image(it["overlay"], explain_dir, "Grad-CAM overlay", index) +
+                    image(it["heatmap"], explain_dir, "Grad-CAM heat map", index) + "</div>\n";
+  out += "<div>sample " + std::to_string(index) + " · " +
+         (correct ? "<span class=\"ok\">correct</span>" : "<span class=\"bad\">wrong</span>") + "</div>";
+  out += "<div>label: " + escape(label_name) + "</div>";
+  out += "<div>predicted: " + escape(pred_name);
+  if (auto p = it["probability"].number()) out += " (p " + format_fixed(*p, 3) + ")";
+  out += "</div>";
+  if (target && predicted && *target != *predicted) out += "<div>map for class " + std::to_string(*target) + "</div>";
+  return out + "</div>\n";
+}
+
+}  // namespace
+
+std::string gradcam_section(const Artefact& index, const fs::path& run_dir) {
+  if (!index.json) {
+    return section(
+        "gradcam", "Grad-CAM",
+        note_html("No Grad-CAM gallery yet (no explain/index.json). Run <code>glassbox explain --checkpoint " +
+                  escape((run_dir / "checkpoints/last.ckpt").string()) + "</code> to make one."));
+  }
+  const JsonView doc = index.view();
+  const JsonView items = doc["items"];
+  const fs::path explain_dir = run_dir / "explain";
+  std::string groups[2];  // 0: correct, 1: wrong
+  std::size_t counts[2] = {0, 0};
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const JsonView it = items[i];
+    if (!it.is_object()) it.fail("must be an object");
+    bool correct = false;
+    if (auto c = it["correct"].boolean())
+      correct = *c;
+    else
+      correct = it["label"].integer() == it["predicted"].integer() && it["label"].present();
+    const int g = correct ? 0 : 1;
+    if (++counts[g] <= kMaxPerGroup) groups[g] += item_html(it, explain_dir, correct);
+  }
+  std::string intro = "<p class=\"foot\">";
+  if (auto m = doc["method"].text()) intro += escape(*m);
+  if (auto l = doc["layer"].text()) intro += " at layer <code>" + escape(*l) + "</code>";
+  intro += " · " + format_count(static_cast<std::int64_t>(items.size())) +
+           " samples; each shows the overlay and the heat map (red: the regions that raised the explained class's "
+           "score).</p>\n";
+  if (items.size() == 0) return section("gradcam", "Grad-CAM", intro + note("explain/index.json lists no samples."));
+  std::string body;
+  const char* titles[2] = {"Correct predictions", "Wrong predictions"};
+  for (int g = 0; g < 2; ++g) {
+    body += "<h3>" + std::string(titles[g]) + " (" + format_count(static_cast<std::int64_t>(counts[g])) + ")</h3>\n";
+    if (counts[g] == 0) {
+      body += note("None among the explained samples.");
+      continue;
+    }
+    body += "<div class=\"gallery\">\n" + groups[g] + "</div>\n";
+    if (counts[g] > kMaxPerGroup) body += note("Showing the first " + std::to_string(kMaxPerGroup) + ".");
+  }
+  return section("gradcam", "Grad-CAM", intro + "<div data-chart=\"gradcam\">\n" + body + "</div>\n");
+}
+
+std::string doctor_section(const Artefact& doctor) {
+  if (!doctor.json) {
+    return section(
+        "doctor", "Doctor",
+        note_html(
+            "No findings (no doctor.json). Run <code>glassbox doctor CONFIG --json &gt; RUN_DIR/doctor.json</code> "
+            "to examine the setup."));
+  }
+  const JsonView findings = doctor.view()["findings"];
+  if (findings.size() == 0)
+    return section("doctor", "Doctor", note("No findings: the doctor found nothing to report."));
+  std::map<std::string, int> by_severity;
+  std::string rows;
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const JsonView f = findings[i];
+    if (!f.is_object()) f.fail("must be an object");
+    const std::string severity = f["severity"].text().value_or("info");
+    ++by_severity[severity];
+    const std::string cls = severity == "error" || severity == "warning" || severity == "info" ? severity : "other";
+    std::string where;
+    for (const auto& [k, v] : f["where"].items()) {
+      const auto s = v.raw()->is_string() ? v.raw()->get<std::string>() : v.raw()->dump();
+      where += (where.empty() ? "" : "<br>") + escape(k) + ": <code>" + escape(s) + "</code>";
+    }
+    const auto conf = f["confidence"].number();
+    rows += "<tr><td><span class=\"badge " + cls + "\">" + escape(severity) + "</span></td><td><code>" +
+            escape(f["id"].text().value_or("?")) + "</code></td><td>" + where + "</td><td>" +
+            escape(f["evidence"].text().value_or("")) + "</td><td>" + escape(f["fix"].text().value_or("")) + "</td>" +
+            "<td class=\"num\">" + (conf ? format_percent(*conf, 0) : kDash) + "</td></tr>\n";
+  }
+  std::string counts;
+  for (const auto& [sev, n] : by_severity)
+    counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + escape(sev);
+  return section(
+      "doctor", "Doctor",
+      "<p>" + counts + " (from " + escape(doctor.source.file) +
+          ", most important first).</p>\n"
+          "<table class=\"tbl\">\n<tr><th>severity</th><th>id</th><th>where</th><th>evidence</th><th>fix</th>"
+          "<th class=\"num\">confidence</th></tr>\n" +
+          rows + "</table>\n");
+}
+
+}  // namespace glassbox::report::detail
