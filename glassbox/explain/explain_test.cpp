@@ -61,11 +61,12 @@ at::Tensor reference_maps(const fs::path& dir, const nlohmann::json& model_json,
 }
 
 void expect_matches_reference(nn::Model& model, const nlohmann::json& model_json, const std::string& arch, const at::Tensor& x,
-                              const std::vector<std::int64_t>& targets, const std::vector<std::string>& layers) {
+                              const std::vector<std::int64_t>& targets, const std::vector<std::string>& layers,
+                              const std::vector<std::string>& methods = {"gradcam", "gradcam++"}) {
   const fs::path dir = testing::temp_dir("gradcam_" + arch);
   save_weights(model, dir / "w.safetensors");
   for (const auto& layer : layers) {
-    for (const std::string method : {"gradcam", "gradcam++"}) {
+    for (const std::string& method : methods) {
       SCOPED_TRACE(arch + " " + layer + " " + method);
       CamOptions o;
       o.method = parse_cam_method(method);
@@ -100,6 +101,8 @@ TEST(GradCamReference, CnnMatchesPytorchGradCamOnRandomAndRealImages) {
   std::vector<std::int64_t> targets;
   for (std::int64_t i = 0; i < x.size(0); ++i) targets.push_back((3 * i + 1) % 10);
   expect_matches_reference(*model, mj, "cnn", x, targets, {"features.relu1_1", "features.relu0_1"});
+  // Score-CAM: no gradients, one forward per channel and image (64 channels here).
+  expect_matches_reference(*model, mj, "cnn", x, targets, {"features.relu1_1"}, {"scorecam"});
 }
 
 TEST(GradCamReference, ResNet18MatchesPytorchGradCam) {

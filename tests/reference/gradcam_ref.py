@@ -1,7 +1,7 @@
 """Reference Grad-CAM / Grad-CAM++ maps from pytorch-grad-cam for glassbox's zoo models.
 
     .venv/bin/python tests/reference/gradcam_ref.py --arch cnn|resnet18 --model-json M.json \
-        --weights model.safetensors --inputs X.npy [--targets T.npy] --method gradcam|gradcam++ \
+        --weights model.safetensors --inputs X.npy [--targets T.npy] --method gradcam|gradcam++|scorecam \
         --layer NAME --out cams.npy [--raw] [--logits-out Y.npy] [--weights-out W.npy] [--no-clone]
 
 M.json: {"input_shape": [C, H, W], "num_classes": K, ...the arch's options}, the options under the
@@ -75,7 +75,7 @@ import numpy as np
 import safetensors.torch
 import torch
 import torchvision
-from pytorch_grad_cam import GradCAM, GradCAMPlusPlus
+from pytorch_grad_cam import GradCAM, GradCAMPlusPlus, ScoreCAM
 from pytorch_grad_cam.utils.image import scale_cam_image
 from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
 from torch import nn
@@ -214,7 +214,7 @@ def main():
     ap.add_argument("--weights", required=True, help="safetensors file of the model's state (glassbox's names)")
     ap.add_argument("--inputs", required=True, help="float32 [N, C, H, W] .npy")
     ap.add_argument("--targets", help="int [N] .npy; omitted: the argmax class of each sample")
-    ap.add_argument("--method", required=True, choices=["gradcam", "gradcam++"])
+    ap.add_argument("--method", required=True, choices=["gradcam", "gradcam++", "scorecam"])
     ap.add_argument("--layer", required=True, help='module path, e.g. "features.relu1_1" or "layer4"')
     ap.add_argument("--out", required=True)
     ap.add_argument("--raw", action="store_true", help="save the map at the layer's resolution, before resizing")
@@ -241,7 +241,7 @@ def main():
         assert t.shape[0] == x.shape[0], "one target per input"
         targets = [ClassifierOutputTarget(int(c)) for c in t]
     layer = model.get_submodule(a.layer)
-    cls = GradCAM if a.method == "gradcam" else GradCAMPlusPlus
+    cls = {"gradcam": GradCAM, "gradcam++": GradCAMPlusPlus, "scorecam": ScoreCAM}[a.method]
     cam = cls(model=model, target_layers=[layer])
     # after the CAM's hooks: the network continues on a copy, so in-place ops downstream cannot
     # overwrite the activation the CAM stored (see the docstring)
