@@ -26,6 +26,7 @@ std::string overview(const JsonView& m, const ClassNames& names) {
   if (auto k = m["num_classes"].integer()) rows += kv("classes", format_count(*k));
   const auto acc = m["accuracy"].number();
   if (acc) rows += kv("accuracy", "<b>" + format_percent(*acc) + "</b>");
+  if (auto b = m["balanced_accuracy"].number()) rows += kv("balanced accuracy (mean recall)", format_percent(*b));
   const JsonView base = m["majority_baseline"];
   if (auto b = base["accuracy"].number()) {
     std::string v = format_percent(*b);
@@ -60,6 +61,7 @@ std::string overview(const JsonView& m, const ClassNames& names) {
     if (auto b = m["calibration"]["bins"].integer()) v += " (" + std::to_string(*b) + " equal-width confidence bins)";
     rows += kv("expected calibration error", v);
   }
+  if (auto e = m["calibration"]["mce"].number()) rows += kv("maximum calibration error", format_number(*e));
   if (m["average_precision_macro"].present() || m["roc_auc_ovr_macro"].present()) {
     const auto ap = m["average_precision_macro"].number();
     const auto auc = m["roc_auc_ovr_macro"].number();
@@ -70,6 +72,10 @@ std::string overview(const JsonView& m, const ClassNames& names) {
   if (auto r = imb["max_to_min_ratio"].number())
     rows += kv("class imbalance (largest / smallest)", format_number(*r, 3));
   if (auto w = imb["warning"].string()) warnings += warn("<b>Class imbalance:</b> " + escape(*w));
+  const JsonView notes = m["notes"];
+  for (std::size_t i = 0; i < notes.size(); ++i) {
+    if (auto n = notes[i].text()) warnings += note(*n);
+  }
   return warnings + "<table class=\"tbl kv\">\n" + rows + "</table>\n";
 }
 
@@ -168,6 +174,7 @@ std::string confusion(const JsonView& m, const ClassNames& names) {
       sum += v;
     }
     std::vector<double> shade;
+    shade.reserve(values.size());
     for (double v : values) shade.push_back(sum > 0 ? v / sum : 0.0);
     h.values.push_back(std::move(values));
     h.shade.push_back(std::move(shade));

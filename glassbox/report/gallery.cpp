@@ -92,6 +92,7 @@ std::string gradcam_section(const Artefact& index, const fs::path& run_dir) {
   intro += " · " + format_count(static_cast<std::int64_t>(items.size())) +
            " samples; each shows the overlay and the heat map (red: the regions that raised the explained class's "
            "score).</p>\n";
+  if (auto n = doc["note"].text()) intro += note(*n);
   if (items.size() == 0) return section("gradcam", "Grad-CAM", intro + note("explain/index.json lists no samples."));
   std::string body;
   const char* titles[2] = {"Correct predictions", "Wrong predictions"};

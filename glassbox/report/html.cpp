@@ -32,7 +32,7 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
   return n;
 }
 
-std::string trim_zeros(std::string s) {
+std::string trim_zeros(const std::string& s) {
   const auto e = s.find('e');
   std::string mant = e == std::string::npos ? s : s.substr(0, e);
   std::string exp = e == std::string::npos ? "" : s.substr(e);

@@ -199,7 +199,7 @@ std::string build_report(const fs::path& run_dir) {
 }
 
 fs::path write_report(const fs::path& run_dir, const fs::path& out) {
-  const fs::path target = out.empty() ? run_dir / "report.html" : out;
+  fs::path target = out.empty() ? run_dir / "report.html" : out;
   const std::string html = build_report(run_dir);  // everything is read and checked before the write
   write_file_atomic(target, html);
   return target;

@@ -69,7 +69,10 @@ TEST(Report, ShowsTheValuesOfTheArtefacts) {
        {"<b>76.00 %</b>", "40.00 % (always predicting cat &amp; &lt;dog&gt;)", "36.00 percentage points",
         "top-1 76.00 % · top-3 94.40 %", "0.0734 (10 equal-width confidence bins)",
         "class &#39;fish&#39; has 5 samples", ">0.833<", "0.8163", ">fish</td>", "AP 0.871)",
-        ">gap to mean confidence</text>", ">6.25<", "from the train split"}) {
+        ">gap to mean confidence</text>", ">6.25<", "from the train split",
+        "balanced accuracy (mean recall)</th><td>59.58 %", "maximum calibration error</th><td>0.1412",
+        "<p class=\"note\">fish is never predicted: its precision is undefined</p>",
+        "features.3 is the last convolutional block"}) {
     EXPECT_HAS(html, s);
   }
   // fish is never predicted: its precision is undefined, shown as a dash with the footnote.
@@ -94,6 +97,12 @@ TEST(Report, ShowsTheValuesOfTheArtefacts) {
   EXPECT_HAS(html, "<tr><th>demographic_parity</th><td class=\"num\">0.18</td><td><span class=\"flag\">flagged</span>");
   EXPECT_HAS(html, "<tr><th>disparate_impact</th><td class=\"num\">0.561</td><td></td>");
   EXPECT_HAS(html, "statistical_parity_difference");
+  EXPECT_HAS(html, "<p class=\"foot\">convention: max - min between groups</p>");
+  EXPECT_HAS(html, "<th class=\"num\">positives</th>");
+  EXPECT_HAS(html, "<td>b</td><td class=\"num\">55</td><td class=\"num\">12</td><td class=\"num\">43</td>");
+  EXPECT_HAS(html, "<p class=\"note\">group b has 12 positives</p>");
+  EXPECT_HAS(html, "<h3>Every class against the rest</h3>");
+  EXPECT_HAS(html, "<tr><td>cat &amp; &lt;dog&gt;</td><td class=\"num\">0.04</td>");
 }
 
 TEST(Report, LoadsNothingFromElsewhere) {

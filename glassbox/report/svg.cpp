@@ -136,7 +136,8 @@ std::string tick_label(double v, const Axis& axis) {
   const double biggest = std::max(std::fabs(axis.lo), std::fabs(axis.hi));
   if (axis.step < 1e-3 || biggest >= 1e6) {
     // Scientific, with as many digits as the step needs relative to the value's magnitude.
-    const int digits = static_cast<int>(std::ceil(std::log10(std::fabs(v)) - std::log10(axis.step) + 1e-9));
+    // (0.0015 on a 5e-4 step needs 2: the leading digit's place minus the step's, plus one.)
+    const int digits = static_cast<int>(std::floor(std::log10(std::fabs(v)) + 1e-9) - std::floor(std::log10(axis.step) + 1e-9)) + 1;
     return format_number(v, std::clamp(digits, 1, 6));
   }
   const int decimals = std::max(0, static_cast<int>(std::ceil(-std::log10(axis.step) - 1e-9)));
@@ -144,8 +145,8 @@ std::string tick_label(double v, const Axis& axis) {
 }
 
 std::string palette(std::size_t i) {
-  static const char* kColors[] = {"#2b6cb0", "#dd6b20", "#2f855a", "#c53030", "#6b46c1",
-                                  "#975a16", "#d53f8c", "#4a5568", "#b7791f", "#2c7a7b"};
+  static constexpr const char* kColors[] = {"#2b6cb0", "#dd6b20", "#2f855a", "#c53030", "#6b46c1",
+                                            "#975a16", "#d53f8c", "#4a5568", "#b7791f", "#2c7a7b"};
   return kColors[i % 10];
 }
 
@@ -283,8 +284,12 @@ std::string line_chart(const LineChart& ch) {
     if (s.style != Series::Style::kMarkers) {
       std::string d;
       for (const auto& seg : segs[i]) {
-        for (std::size_t k = 0; k < seg.size(); ++k)
-          d += (k == 0 ? "M" : "L") + c(px(seg[k].x)) + " " + c(py(seg[k].y));
+        for (std::size_t k = 0; k < seg.size(); ++k) {
+          d += k == 0 ? 'M' : 'L';
+          d += c(px(seg[k].x));
+          d += ' ';
+          d += c(py(seg[k].y));
+        }
       }
       if (!d.empty()) {
         out += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + color +
@@ -303,7 +308,8 @@ std::string line_chart(const LineChart& ch) {
   // Legend: up to three columns to the right of the plot; what does not fit is summarised.
   const std::size_t capacity = rows * cols;
   for (std::size_t k = 0; k < named.size() && k < capacity; ++k) {
-    const double x = left + pw + 14 + legend_w * static_cast<double>(k / rows);
+    const std::size_t column = k / rows;
+    const double x = left + pw + 14 + legend_w * static_cast<double>(column);
     const double y = top + 12 + 17 * static_cast<double>(k % rows);
     if (k + 1 == capacity && named.size() > capacity) {
       out += text(x, y, "… and " + std::to_string(named.size() - k) + " more", "font-size=\"11\" fill=\"#4a5568\"");

@@ -55,8 +55,8 @@ constexpr std::size_t kMaxPoints = 1500;
 struct Series {
   enum class Style { kLine, kLineMarkers, kMarkers };
   Series() = default;
-  Series(std::string name_, std::vector<double> x_, std::vector<double> y_, Style style_ = Style::kLine)
-      : name(std::move(name_)), x(std::move(x_)), y(std::move(y_)), style(style_) {}
+  Series(std::string label, std::vector<double> xs, std::vector<double> ys, Style s = Style::kLine)
+      : name(std::move(label)), x(std::move(xs)), y(std::move(ys)), style(s) {}
   std::string name;       // the legend entry (empty: not in the legend)
   std::vector<double> x;  // same length as y
   std::vector<double> y;

@@ -131,7 +131,7 @@ std::string bin_chart(const BinChart& ch) {
       if (b.reference && std::isfinite(*b.reference)) {
         const double ya = py(std::max(*b.value, *b.reference)), yb = py(std::min(*b.value, *b.reference));
         out += rect(x0 + 0.5, ya, w - 1, yb - ya,
-                    "fill=\"#f3a6a6\" fill-opacity=\"0.75\" stroke=\"#c53030\" stroke-width=\"0.8\"><title>" +
+                    "fill=\"#f3a6a6\" fill-opacity=\"0.55\" stroke=\"#c53030\" stroke-width=\"0.8\"><title>" +
                         escape(tip) + "</title></rect>");
       }
     }

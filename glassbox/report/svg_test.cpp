@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace glassbox::report {
 namespace {
 
@@ -94,6 +96,11 @@ TEST(Svg, TickLabelsAreReadable) {
   EXPECT_EQ(tick_label(0.01, l), "0.01");
   const Axis tiny = linear_axis(0, 5e-5, 5);
   EXPECT_EQ(tick_label(2e-5, tiny), "2e-5");
+  // A learning-rate axis 0..0.002 in steps of 5e-4: every label distinct (0.0015 was "0.002").
+  const Axis lr = linear_axis(0, 0.002, 5);
+  std::vector<std::string> lr_labels;
+  for (double t : lr.ticks) lr_labels.push_back(tick_label(t, lr));
+  EXPECT_EQ(std::set<std::string>(lr_labels.begin(), lr_labels.end()).size(), lr_labels.size()) << ::testing::PrintToString(lr_labels);
   EXPECT_EQ(compact_count(950), "950");
   EXPECT_EQ(compact_count(9512), "9.5k");
   EXPECT_EQ(compact_count(95123), "95k");
