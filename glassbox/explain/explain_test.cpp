@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -76,6 +77,7 @@ void expect_matches_reference(nn::Model& model, const nlohmann::json& model_json
       ASSERT_EQ(ref.sizes(), r.maps.sizes());
       const double diff = (ref - r.maps).abs().max().item<double>();
       EXPECT_LT(diff, 1e-4) << "max |glassbox - pytorch-grad-cam| = " << diff;
+      std::printf("%s %s %s: max |glassbox - pytorch-grad-cam| = %.3g\n", arch.c_str(), layer.c_str(), method.c_str(), diff);
       // The maps are not trivial: they span [0, 1] and differ between images.
       EXPECT_GT(r.maps.max().item<double>(), 0.9);
       EXPECT_GT((r.maps[0] - r.maps[1]).abs().max().item<double>(), 1e-2);
