@@ -25,15 +25,19 @@ namespace {
 namespace fs = std::filesystem;
 
 // Random weights and BatchNorm statistics away from the identity, so every layer matters.
+// (copy_ of fresh tensors rather than normal_/uniform_: GCC 12's -O1 sanitizer build warns about
+// the optional generator those take.)
 void randomise(nn::Model& m) {
   torch::NoGradGuard ng;
+  auto normal = [](at::Tensor& t, double sd) { t.copy_(torch::randn(t.sizes()) * sd); };
+  auto around_one = [](at::Tensor& t) { t.copy_(torch::rand(t.sizes()) + 0.5); };
   for (auto& b : m.module()->named_buffers()) {
-    if (b.key().find("running_mean") != std::string::npos) b.value().normal_(0, 0.1);
-    if (b.key().find("running_var") != std::string::npos) b.value().uniform_(0.5, 1.5);
+    if (b.key().find("running_mean") != std::string::npos) normal(b.value(), 0.1);
+    if (b.key().find("running_var") != std::string::npos) around_one(b.value());
   }
   for (auto& p : m.module()->named_parameters()) {
-    if (p.key().find("bn") != std::string::npos && p.key().find("weight") != std::string::npos) p.value().uniform_(0.5, 1.5);
-    if (p.key().find("bn") != std::string::npos && p.key().find("bias") != std::string::npos) p.value().normal_(0, 0.1);
+    if (p.key().find("bn") != std::string::npos && p.key().find("weight") != std::string::npos) around_one(p.value());
+    if (p.key().find("bn") != std::string::npos && p.key().find("bias") != std::string::npos) normal(p.value(), 0.1);
   }
 }
 
