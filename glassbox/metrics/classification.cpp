@@ -35,6 +35,18 @@ std::vector<std::size_t> thin(std::size_t n, std::size_t limit) {
   return idx;
 }
 
+// The one-vs-rest problem of class c: is-positive flags and the class's score column.
+BinaryCurve one_vs_rest_curve(const ClassificationInput& in, std::int64_t c) {
+  const std::size_t n = in.labels.size(), k = static_cast<std::size_t>(in.num_classes);
+  std::vector<double> column(n);
+  std::vector<unsigned char> positive(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    column[i] = in.scores[i * k + static_cast<std::size_t>(c)];
+    positive[i] = in.labels[i] == c ? 1 : 0;
+  }
+  return binary_curve(positive, column);
+}
+
 }  // namespace
 
 ClassificationInput classification_input(const at::Tensor& labels, const at::Tensor& probs) {
@@ -159,16 +171,10 @@ ClassificationReport classification_report(const ClassificationInput& in) {
   }
 
   // One-vs-rest ranking metrics on each class's score column.
-  std::vector<double> column(static_cast<std::size_t>(n));
-  std::vector<unsigned char> positive(static_cast<std::size_t>(n));
   double auc_sum = 0;
   std::vector<std::int64_t> auc_undefined;
   for (std::int64_t c = 0; c < k; ++c) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      column[static_cast<std::size_t>(i)] = in.scores[static_cast<std::size_t>(i * k + c)];
-      positive[static_cast<std::size_t>(i)] = in.labels[static_cast<std::size_t>(i)] == c ? 1 : 0;
-    }
-    const BinaryCurve curve = binary_curve(positive, column);
+    const BinaryCurve curve = one_vs_rest_curve(in, c);
     ClassMetrics& m = r.per_class[static_cast<std::size_t>(c)];
     m.average_precision = average_precision(curve);
     m.roc_auc = roc_auc(curve);
@@ -266,15 +272,8 @@ nlohmann::json ClassificationReport::to_json(const std::vector<std::string>& nam
 
 nlohmann::json pr_curves_json(const ClassificationInput& in, std::size_t max_points) {
   nlohmann::json out = nlohmann::json::array();
-  const std::int64_t n = static_cast<std::int64_t>(in.labels.size()), k = in.num_classes;
-  std::vector<double> column(static_cast<std::size_t>(n));
-  std::vector<unsigned char> positive(static_cast<std::size_t>(n));
-  for (std::int64_t c = 0; c < k; ++c) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      column[static_cast<std::size_t>(i)] = in.scores[static_cast<std::size_t>(i * k + c)];
-      positive[static_cast<std::size_t>(i)] = in.labels[static_cast<std::size_t>(i)] == c ? 1 : 0;
-    }
-    const PrCurve pr = precision_recall_curve(binary_curve(positive, column));
+  for (std::int64_t c = 0; c < in.num_classes; ++c) {
+    const PrCurve pr = precision_recall_curve(one_vs_rest_curve(in, c));
     nlohmann::json p = nlohmann::json::array(), rc = nlohmann::json::array();
     for (std::size_t i : thin(pr.precision.size(), max_points)) {
       p.push_back(pr.precision[i]);

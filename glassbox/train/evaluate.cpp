@@ -157,7 +157,8 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
   at::Tensor labels = ds->all_targets();
   if (!labels.defined()) labels = ds->get_batch(torch::arange(ds->size(), torch::kLong)).targets;
   labels = labels.to(torch::kCPU, torch::kLong);
-  const at::Tensor index = data::root_indices(*ds, torch::arange(ds->size(), torch::kLong));
+  const at::Tensor index = data::root_indices(*ds, torch::arange(ds->size(), torch::kLong)).to(torch::kLong).contiguous();
+  const std::int64_t* file_row = index.data_ptr<std::int64_t>();
   const std::int64_t k = m.info.num_classes;
   std::vector<std::string> names = m.info.class_names;
   for (std::int64_t c = static_cast<std::int64_t>(names.size()); c < k; ++c) names.push_back(std::to_string(c));
@@ -191,7 +192,7 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
              std::string("give one value per sample of the ") + (test_file ? "test" : "training") + " file, in file order");
     std::vector<std::string> groups;
     groups.reserve(static_cast<std::size_t>(index.numel()));
-    for (std::int64_t i = 0; i < index.numel(); ++i) groups.push_back(all[static_cast<std::size_t>(index[i].item<std::int64_t>())]);
+    for (std::int64_t i = 0; i < index.numel(); ++i) groups.push_back(all[static_cast<std::size_t>(file_row[i])]);
     metrics::FairnessOptions fo;
     fo.attribute = o.group_column.empty() ? o.groups_file.stem().string() : o.group_column;
     fo.privileged = o.privileged;
@@ -211,7 +212,7 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
     csv += "\n";
     const double* p = in.scores.data();
     for (std::int64_t i = 0; i < rep.num_samples; ++i) {
-      csv += fmt::format("{},{},{}", index[i].item<std::int64_t>(), in.labels[static_cast<std::size_t>(i)], rep.predicted[static_cast<std::size_t>(i)]);
+      csv += fmt::format("{},{},{}", file_row[i], in.labels[static_cast<std::size_t>(i)], rep.predicted[static_cast<std::size_t>(i)]);
       for (std::int64_t c = 0; c < k; ++c) csv += fmt::format(",{}", p[i * k + c]);
       csv += "\n";
     }

@@ -42,8 +42,6 @@ Here an undefined rate (0/0) is NaN (AIF360 divides without a guard) and is writ
 """
 import argparse
 import json
-import math
-import warnings
 
 import fairlearn
 import numpy as np
@@ -54,24 +52,8 @@ from fairlearn.metrics import (MetricFrame, count, demographic_parity_difference
                                true_positive_rate)
 from sklearn.metrics import accuracy_score
 
+from ref_common import call, clean
 
-def clean(x):
-    if isinstance(x, dict):
-        return {str(k): clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [clean(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return clean(x.tolist())
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        x = float(x)
-        return x if math.isfinite(x) else None
-    if isinstance(x, np.str_):
-        return str(x)
-    return x
 
 
 def load(path):
@@ -80,18 +62,6 @@ def load(path):
     except ValueError:  # an object array (e.g. strings saved from a list of str) needs pickle
         return np.load(path, allow_pickle=True)
 
-
-def call(notes, what, fn):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            value = fn()
-        except Exception as e:  # noqa: BLE001 - report whatever the reference raises
-            notes.append(f"{what}: error {type(e).__name__}: {e}")
-            value = None
-    for w in caught:
-        notes.append(f"{what}: warning {w.category.__name__}: {w.message}")
-    return value
 
 
 def as_metric(name, value):

@@ -63,8 +63,6 @@ be softmaxed first (probabilities are not). ece_float64 repeats exactly that in 
 """
 import argparse
 import json
-import math
-import warnings
 
 import numpy as np
 import sklearn
@@ -76,35 +74,9 @@ from sklearn.preprocessing import label_binarize
 from sklearn.utils.class_weight import compute_class_weight
 from torchmetrics.functional.classification import multiclass_calibration_error
 
-
-def clean(x):
-    """numpy -> plain Python with full-precision floats; NaN/inf -> None (JSON null)."""
-    if isinstance(x, dict):
-        return {str(k): clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [clean(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return clean(x.tolist())
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        x = float(x)
-        return x if math.isfinite(x) else None
-    return x
+from ref_common import call, clean
 
 
-def call(notes, what, fn):
-    """Runs fn, recording its warnings and its error (then returns None) in notes."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            value = fn()
-        except Exception as e:  # noqa: BLE001 - the reference reports whatever sklearn raises
-            notes.append(f"{what}: error {type(e).__name__}: {e}")
-            value = None
-    for w in caught:
-        notes.append(f"{what}: warning {w.category.__name__}: {w.message}")
-    return value
 
 
 def ece_float64(probs, labels, n_bins=15):
