@@ -1,0 +1,114 @@
+#include "glassbox/nn/contract.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "glassbox/base/error.h"
+#include "glassbox/base/files.h"
+
+namespace glassbox::nn {
+
+void ModelContract::visit(FieldVisitor& v) {
+  v.field("format", format, "always \"glassbox-contract\"");
+  v.field("version", version, "contract format version (1)");
+  v.field("name", name, "the model's name");
+  v.field("architecture", architecture, "zoo architecture (mlp, cnn, resnet18) or torchscript");
+  v.section("input", [this](FieldVisitor& s) {
+    s.field("name", input_name, "input tensor name");
+    s.field("shape", input_shape, "one sample's shape without the batch axis, e.g. [1, 28, 28]");
+    s.choice("dtype", input_dtype, {"float32"}, "input dtype");
+    s.choice("layout", layout, {"NCHW", "NC"}, "NCHW for images, NC for feature vectors");
+  });
+  v.section("output", [this](FieldVisitor& s) {
+    s.field("name", output_name, "output tensor name");
+    s.field("num_classes", num_classes, "output width");
+    s.choice("kind", output_kind, {"logits", "probabilities"}, "logits or softmax probabilities");
+  });
+  v.section("preprocessing", [this](FieldVisitor& s) {
+    s.field("scale", scale, "raw value multiplier before mean/std (1/255 for uint8 pixels)");
+    s.field("mean", mean, "per-channel mean subtracted after scaling");
+    s.field("std", std, "per-channel standard deviation divided by");
+    s.choice("channel_order", channel_order, {"gray", "RGB", "BGR", "none"}, "channel order the model was trained with");
+  });
+  v.field("labels", labels, "class names in index order");
+}
+
+void ModelContract::validate() const {
+  GB_CHECK(format == "glassbox-contract", InvalidArgument, "contract format is \"" << format << "\", not \"glassbox-contract\"",
+           "set \"format\": \"glassbox-contract\"");
+  GB_CHECK(version == 1, InvalidArgument, "contract version " << version << " is not supported", "use version 1");
+  GB_CHECK(!input_shape.empty(), InvalidArgument, "contract input.shape is empty", "give one sample's shape, e.g. [3, 224, 224]");
+  for (auto d : input_shape)
+    GB_CHECK(d > 0, InvalidArgument, "contract input.shape has a non-positive dimension " << d, "give positive sizes, e.g. [3, 224, 224]");
+  if (layout == "NCHW") {
+    GB_CHECK(input_shape.size() == 3, InvalidArgument,
+             "contract input.layout NCHW needs a shape [C, H, W], got rank " << input_shape.size(), "use layout \"NC\" for feature vectors");
+  } else {
+    GB_CHECK(input_shape.size() == 1, InvalidArgument, "contract input.layout NC needs a shape [F], got rank " << input_shape.size(),
+             "use layout \"NCHW\" for images");
+  }
+  const std::int64_t channels = input_shape[0];
+  for (const auto* stat : {&mean, &std}) {
+    const char* what = stat == &mean ? "mean" : "std";
+    GB_CHECK(stat->empty() || stat->size() == 1 || static_cast<std::int64_t>(stat->size()) == channels, InvalidArgument,
+             "contract preprocessing." << what << " has " << stat->size() << " values for " << channels << " channels",
+             "give one value per channel, or one for all");
+  }
+  for (double s : std)
+    GB_CHECK(std::isfinite(s) && s > 0, InvalidArgument, "contract preprocessing.std holds " << s, "standard deviations must be positive");
+  GB_CHECK(std::isfinite(scale) && scale > 0, InvalidArgument, "contract preprocessing.scale is " << scale, "use 1 or 1/255");
+  GB_CHECK(num_classes > 0, InvalidArgument, "contract output.num_classes is " << num_classes, "give the output width");
+  GB_CHECK(labels.empty() || static_cast<std::int64_t>(labels.size()) == num_classes, InvalidArgument,
+           "contract has " << labels.size() << " labels for " << num_classes << " classes", "give one label per class, or none");
+  if (layout == "NCHW") {
+    const bool colour = channel_order == "RGB" || channel_order == "BGR";
+    GB_CHECK(channel_order != "none", InvalidArgument, "contract channel_order \"none\" for an image input", "use gray, RGB or BGR");
+    GB_CHECK(!colour || channels == 3, InvalidArgument, "contract channel_order " << channel_order << " with " << channels << " channels",
+             "use gray for 1 channel, RGB or BGR for 3");
+    GB_CHECK(colour || channels == 1, InvalidArgument, "contract channel_order gray with " << channels << " channels",
+             "use RGB or BGR for 3 channels");
+  }
+}
+
+std::vector<std::string> ModelContract::class_names() const {
+  if (!labels.empty()) return labels;
+  std::vector<std::string> out;
+  for (std::int64_t i = 0; i < num_classes; ++i) out.push_back(std::to_string(i));
+  return out;
+}
+
+ModelContract parse_contract(const std::string& json_text, const std::string& source) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    GB_THROW(DataLoss, source << " is not valid JSON: " << e.what(), "write the contract as JSON (docs/export.md)");
+  }
+  ModelContract c;
+  from_json(j, source, visit_fn(c));
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error(e.code(), source + ": " + e.message(), e.hint());
+  }
+  return c;
+}
+
+ModelContract read_contract(const std::filesystem::path& path) {
+  GB_CHECK(std::filesystem::is_regular_file(path), NotFound, "no contract file " << path.string(),
+           "write one (docs/export.md) or pass the input shape and preprocessing as flags");
+  return parse_contract(read_file(path), path.string());
+}
+
+std::string contract_to_json(const ModelContract& contract) {
+  ModelContract copy = contract;
+  return to_json(visit_fn(copy)).dump(2) + "\n";
+}
+
+void write_contract(const std::filesystem::path& path, const ModelContract& contract) {
+  contract.validate();
+  write_file_atomic(path, contract_to_json(contract));
+}
+
+}  // namespace glassbox::nn
