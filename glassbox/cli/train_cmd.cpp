@@ -9,6 +9,7 @@
 #include "glassbox/base/files.h"
 #include "glassbox/cli/commands.h"
 #include "glassbox/cli/explain_run.h"
+#include "glassbox/export/package.h"
 #include "glassbox/inspect/diagnostics.h"
 #include "glassbox/inspect/doctor.h"
 #include "glassbox/report/report.h"
@@ -55,6 +56,14 @@ void close_the_loop(const nlohmann::json& summary, const train::RunConfig& cfg, 
       out << fmt::format("explanations: {} of {} test samples -> {}/index.json\n", ex["method"].get<std::string>(), ex["items"].size(),
                          ex["out_dir"].get<std::string>());
     }
+    // The model as it ships: TorchScript, ONNX and a Triton-style model repository.
+    const nlohmann::json ex = run_export(ckpt, "all", std::filesystem::path(run_dir) / "export", exporter::ExportRequest{}, false);
+    std::string parts, repository;
+    for (const auto& f : ex) {
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", f["format"].get<std::string>(), exporter::human_bytes(f["bytes"].get<std::uintmax_t>()));
+      if (f.contains("repository")) repository = f["repository"].get<std::string>();
+    }
+    out << fmt::format("export: {} -> {}\n", parts, repository);
   }
   inspect::DoctorOptions d;
   d.run = false;  // the data and the setup; the run itself was watched by the probes

@@ -46,6 +46,8 @@ class ResNet18Impl : public torch::nn::Module {
   // torchvision's names: conv1, bn1, relu, [maxpool], layer1.0 ... layer4.1, avgpool (with the
   // flatten), fc.
   std::vector<Stage> stages();
+  // torchvision's 7x7/2 stem with a 3x3/2 max-pool after it (else the small 3x3/1 stem).
+  bool imagenet_stem() const { return imagenet_stem_; }
 
  private:
   bool imagenet_stem_;

@@ -1,0 +1,351 @@
+#include "glassbox/export/onnx.h"
+
+#include <cmath>
+#include <map>
+#include <numbers>
+#include <set>
+
+#include <onnx/onnx_pb.h>
+#include <torch/torch.h>
+
+#include "glassbox/base/error.h"
+
+namespace glassbox::exporter {
+
+namespace {
+
+std::string join(const std::string& path, const std::string& child) { return path.empty() ? child : path + "." + child; }
+
+class Emitter {
+ public:
+  Emitter(const ExportGraph& graph, const torch::nn::Module& module, onnx::GraphProto& g) : graph_(graph), g_(g) {
+    for (const auto& p : module.named_parameters()) tensors_[p.key()] = p.value();
+    for (const auto& b : module.named_buffers()) tensors_[b.key()] = b.value();
+  }
+
+  void set_rank(const std::string& value, std::int64_t rank) { rank_[value] = rank; }
+
+  // Emits the module at `path` applied to the value `x`; returns its output value.
+  std::string module(const std::string& path, const std::string& x) {
+    const ModuleGraph& m = graph_.modules.at(path);
+    std::vector<std::string> values(static_cast<std::size_t>(m.num_values));
+    values[0] = x;
+    std::size_t primitive = 0;
+    for (const Node& n : m.nodes) primitive += n.kind != OpKind::kCall;
+    for (const Node& n : m.nodes) {
+      std::vector<std::string> in;
+      for (int v : n.inputs) in.push_back(values.at(static_cast<std::size_t>(v)));
+      if (n.kind == OpKind::kCall) {
+        values[static_cast<std::size_t>(n.output)] = module(join(path, n.child), in[0]);
+        continue;
+      }
+      // A layer that is one op names its output after the layer; a function inside a block
+      // (the ReLU after a residual add) after the block and the op.
+      const std::string base = primitive == 1 && !path.empty() ? path : join(path, op_name(n.kind));
+      where_ = path.empty() ? std::string("the model") : "layer " + path;
+      values[static_cast<std::size_t>(n.output)] = op(n, path, in, unique(base));
+    }
+    return values[static_cast<std::size_t>(m.output)];
+  }
+
+ private:
+  std::string unique(const std::string& base) {
+    std::string name = base;
+    for (int i = 1; used_.contains(name); ++i) name = base + "_" + std::to_string(i);
+    used_.insert(name);
+    return name;
+  }
+
+  std::int64_t rank(const std::string& v) const {
+    auto it = rank_.find(v);
+    GB_CHECK(it != rank_.end(), Internal, "ONNX export lost the rank of " << v, "report this as a glassbox bug");
+    return it->second;
+  }
+
+  onnx::NodeProto* node(const std::string& type, const std::vector<std::string>& in, const std::string& out, const std::string& name) {
+    onnx::NodeProto* n = g_.add_node();
+    n->set_op_type(type);
+    n->set_name(name);
+    for (const auto& i : in) n->add_input(i);
+    n->add_output(out);
+    if (!in.empty() && rank_.contains(in[0])) rank_[out] = rank_[in[0]];
+    return n;
+  }
+
+  static void attr(onnx::NodeProto* n, const std::string& name, std::int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void attr(onnx::NodeProto* n, const std::string& name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
+  static void attr(onnx::NodeProto* n, const std::string& name, const std::vector<std::int64_t>& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (auto x : v) a->add_ints(x);
+  }
+
+  // An initializer holding `t` (as float32, or int64 for integer tensors) under `name`.
+  std::string initializer(const std::string& name, const at::Tensor& t) {
+    if (initialized_.contains(name)) return name;
+    initialized_.insert(name);
+    used_.insert(name);
+    onnx::TensorProto* p = g_.add_initializer();
+    p->set_name(name);
+    const bool integer = !at::isFloatingType(t.scalar_type());
+    at::Tensor c = t.detach().to(torch::kCPU).to(integer ? torch::kInt64 : torch::kFloat32).contiguous();
+    p->set_data_type(integer ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT);
+    for (auto d : c.sizes()) p->add_dims(d);
+    p->set_raw_data(std::string(static_cast<const char*>(c.data_ptr()), static_cast<std::size_t>(c.nbytes())));
+    return name;
+  }
+  std::string param(const std::string& path, const std::string& name) {
+    const std::string full = join(path, name);
+    auto it = tensors_.find(full);
+    GB_CHECK(it != tensors_.end(), Internal, "ONNX export: no tensor " << full, "report this as a glassbox bug");
+    return initializer(full, it->second);
+  }
+  std::string scalar(float v) { return initializer("const_" + std::to_string(v), torch::tensor({v}).reshape({})); }
+  std::string int64s(const std::string& name, const std::vector<std::int64_t>& v) {
+    return initializer(name, torch::tensor(v, torch::kInt64));
+  }
+
+  std::string op(const Node& n, const std::string& path, const std::vector<std::string>& in, const std::string& out) {
+    const std::string& x = in[0];
+    switch (n.kind) {
+      case OpKind::kCall: break;
+      case OpKind::kLinear: {
+        const std::string w = param(path, n.weight);
+        if (rank(x) == 2) {
+          std::vector<std::string> args{x, w};
+          if (!n.bias.empty()) args.push_back(param(path, n.bias));
+          auto* g = node("Gemm", args, out, out);
+          attr(g, "transB", std::int64_t{1});
+          return out;
+        }
+        const std::string wt = unique(out + "/weight_t");
+        attr(node("Transpose", {w}, wt, wt), "perm", std::vector<std::int64_t>{1, 0});
+        if (n.bias.empty()) {
+          node("MatMul", {x, wt}, out, out);
+          rank_[out] = rank(x);
+          return out;
+        }
+        const std::string mm = unique(out + "/matmul");
+        node("MatMul", {x, wt}, mm, mm);
+        rank_[mm] = rank(x);
+        node("Add", {mm, param(path, n.bias)}, out, out);
+        return out;
+      }
+      case OpKind::kConv2d: {
+        std::vector<std::string> args{x, param(path, n.weight)};
+        if (!n.bias.empty()) args.push_back(param(path, n.bias));
+        auto* c = node("Conv", args, out, out);
+        attr(c, "kernel_shape", n.kernel);
+        attr(c, "strides", n.stride);
+        attr(c, "pads", std::vector<std::int64_t>{n.padding[0], n.padding[1], n.padding[0], n.padding[1]});
+        attr(c, "dilations", n.dilation);
+        attr(c, "group", n.groups);
+        return out;
+      }
+      case OpKind::kBatchNorm: {
+        const at::Tensor& mean = tensors_.at(join(path, n.running_mean));
+        const std::string scale = n.weight.empty() ? initializer(join(path, "weight(ones)"), torch::ones_like(mean)) : param(path, n.weight);
+        const std::string bias = n.bias.empty() ? initializer(join(path, "bias(zeros)"), torch::zeros_like(mean)) : param(path, n.bias);
+        auto* b = node("BatchNormalization", {x, scale, bias, param(path, n.running_mean), param(path, n.running_var)}, out, out);
+        attr(b, "epsilon", static_cast<float>(n.eps));
+        return out;
+      }
+      case OpKind::kLayerNorm: {
+        const std::string scale = n.weight.empty() ? initializer(join(path, "weight(ones)"), torch::ones(n.shape)) : param(path, n.weight);
+        const std::string bias = n.bias.empty() ? initializer(join(path, "bias(zeros)"), torch::zeros(n.shape)) : param(path, n.bias);
+        auto* l = node("LayerNormalization", {x, scale, bias}, out, out);
+        attr(l, "axis", -static_cast<std::int64_t>(n.shape.size()));
+        attr(l, "epsilon", static_cast<float>(n.eps));
+        return out;
+      }
+      case OpKind::kGroupNorm: {
+        // InstanceNormalization over [N, G, rest] is GroupNorm without its per-channel affine.
+        const std::string grouped = unique(out + "/grouped");
+        node("Reshape", {x, int64s(join(path, "group_shape"), {0, n.groups, -1})}, grouped, grouped);
+        const std::string normed = unique(out + "/normalised");
+        auto* in_norm = node("InstanceNormalization",
+                             {grouped, initializer(join(path, "group_scale"), torch::ones({n.groups})),
+                              initializer(join(path, "group_bias"), torch::zeros({n.groups}))},
+                             normed, normed);
+        attr(in_norm, "epsilon", static_cast<float>(n.eps));
+        const std::string shape = unique(out + "/shape");
+        node("Shape", {x}, shape, shape);
+        const std::string back = n.weight.empty() ? out : unique(out + "/ungrouped");
+        node("Reshape", {normed, shape}, back, back);
+        rank_[back] = rank(x);
+        if (n.weight.empty()) return out;
+        std::vector<std::int64_t> affine_shape{-1};
+        for (std::int64_t i = 2; i < rank(x); ++i) affine_shape.push_back(1);
+        // The parameters keep their names and shapes [C]; a Reshape makes them broadcast.
+        const std::string affine = int64s(join(path, "affine_shape"), affine_shape);
+        const std::string w = unique(out + "/weight");
+        node("Reshape", {param(path, n.weight), affine}, w, w);
+        const std::string b = unique(out + "/bias");
+        node("Reshape", {param(path, n.bias), affine}, b, b);
+        const std::string scaled = unique(out + "/scaled");
+        node("Mul", {back, w}, scaled, scaled);
+        node("Add", {scaled, b}, out, out);
+        return out;
+      }
+      case OpKind::kRelu: node("Relu", {x}, out, out); return out;
+      case OpKind::kTanh: node("Tanh", {x}, out, out); return out;
+      case OpKind::kSigmoid: node("Sigmoid", {x}, out, out); return out;
+      case OpKind::kSilu: {
+        const std::string s = unique(out + "/sigmoid");
+        node("Sigmoid", {x}, s, s);
+        node("Mul", {x, s}, out, out);
+        return out;
+      }
+      case OpKind::kGelu: {
+        // none: 0.5 x (1 + erf(x / sqrt 2)); tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        std::string inner;
+        if (n.approximate == "tanh") {
+          const std::string cube = unique(out + "/cube");
+          node("Pow", {x, scalar(3.0f)}, cube, cube);
+          const std::string scaled = unique(out + "/cube_scaled");
+          node("Mul", {cube, scalar(0.044715f)}, scaled, scaled);
+          const std::string sum = unique(out + "/sum");
+          node("Add", {x, scaled}, sum, sum);
+          const std::string arg = unique(out + "/tanh_arg");
+          node("Mul", {sum, scalar(static_cast<float>(std::sqrt(2.0 / std::numbers::pi)))}, arg, arg);
+          inner = unique(out + "/tanh");
+          node("Tanh", {arg}, inner, inner);
+        } else {
+          const std::string arg = unique(out + "/erf_arg");
+          node("Div", {x, scalar(static_cast<float>(std::sqrt(2.0)))}, arg, arg);
+          inner = unique(out + "/erf");
+          node("Erf", {arg}, inner, inner);
+        }
+        const std::string one_plus = unique(out + "/one_plus");
+        node("Add", {inner, scalar(1.0f)}, one_plus, one_plus);
+        const std::string times_x = unique(out + "/times_x");
+        node("Mul", {x, one_plus}, times_x, times_x);
+        node("Mul", {times_x, scalar(0.5f)}, out, out);
+        return out;
+      }
+      case OpKind::kLeakyRelu: attr(node("LeakyRelu", {x}, out, out), "alpha", static_cast<float>(n.alpha)); return out;
+      case OpKind::kElu: attr(node("Elu", {x}, out, out), "alpha", static_cast<float>(n.alpha)); return out;
+      case OpKind::kMaxPool2d:
+      case OpKind::kAvgPool2d: {
+        auto* p = node(n.kind == OpKind::kMaxPool2d ? "MaxPool" : "AveragePool", {x}, out, out);
+        attr(p, "kernel_shape", n.kernel);
+        attr(p, "strides", n.stride);
+        attr(p, "pads", std::vector<std::int64_t>{n.padding[0], n.padding[1], n.padding[0], n.padding[1]});
+        attr(p, "ceil_mode", std::int64_t{n.ceil_mode});
+        if (n.kind == OpKind::kMaxPool2d) {
+          attr(p, "dilations", n.dilation);
+        } else {
+          attr(p, "count_include_pad", std::int64_t{n.count_include_pad});
+        }
+        return out;
+      }
+      case OpKind::kAdaptiveAvgPool2d:
+        GB_CHECK(n.shape == std::vector<std::int64_t>({1, 1}), InvalidArgument,
+                 "cannot export " << where_ << " to ONNX: adaptive average pooling to " << n.shape[0] << "x" << n.shape[1]
+                                  << " has no ONNX operator for an input of any size (only 1x1, GlobalAveragePool)",
+                 "pool to 1x1, or use a fixed AvgPool2d");
+        node("GlobalAveragePool", {x}, out, out);
+        return out;
+      case OpKind::kFlatten: {
+        const std::int64_t r = rank(x);
+        const std::int64_t start = n.dim < 0 ? n.dim + r : n.dim;
+        const std::int64_t end = n.end_dim < 0 ? n.end_dim + r : n.end_dim;
+        GB_CHECK(end == r - 1 && start >= 0 && start < r, InvalidArgument,
+                 "cannot export " << where_ << " to ONNX: flatten of dims " << n.dim << ".." << n.end_dim << " of a rank-" << r
+                                  << " tensor (only flattening through the last dim is supported)",
+                 "flatten from a dim through the last one");
+        if (start == 1) {
+          attr(node("Flatten", {x}, out, out), "axis", std::int64_t{1});
+        } else {
+          std::vector<std::int64_t> shape(static_cast<std::size_t>(start), 0);
+          shape.push_back(-1);
+          node("Reshape", {x, int64s(unique(out + "/shape"), shape)}, out, out);
+        }
+        rank_[out] = start + 1;
+        return out;
+      }
+      case OpKind::kAdd: node("Add", {x, in.at(1)}, out, out); return out;
+      case OpKind::kSoftmax: attr(node("Softmax", {x}, out, out), "axis", n.dim); return out;
+      case OpKind::kLogSoftmax: attr(node("LogSoftmax", {x}, out, out), "axis", n.dim); return out;
+    }
+    GB_THROW(Internal, "ONNX export: unhandled op " << op_name(n.kind), "report this as a glassbox bug");
+  }
+
+  const ExportGraph& graph_;
+  onnx::GraphProto& g_;
+  std::map<std::string, at::Tensor> tensors_;
+  std::set<std::string> initialized_;
+  std::set<std::string> used_;
+  std::map<std::string, std::int64_t> rank_;
+  std::string where_;
+};
+
+void value_info(onnx::ValueInfoProto* v, const std::string& name, const std::vector<std::int64_t>& sample_shape) {
+  v->set_name(name);
+  auto* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* s = t->mutable_shape();
+  s->add_dim()->set_dim_param("batch");
+  for (auto d : sample_shape) s->add_dim()->set_dim_value(d);
+}
+
+}  // namespace
+
+std::string to_onnx(const ExportGraph& graph, const torch::nn::Module& module, const OnnxOptions& options) {
+  GB_CHECK(!options.input_shape.empty(), InvalidArgument, "ONNX export needs the input's sample shape", "give e.g. [1, 28, 28]");
+  onnx::ModelProto model;
+  model.set_ir_version(onnx::IR_VERSION);
+  model.set_producer_name("glassbox");
+  model.set_producer_version(options.producer_version);
+  model.set_doc_string("exported by glassbox from its " + graph.name + " model");
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(options.opset);
+  onnx::GraphProto* g = model.mutable_graph();
+  g->set_name(graph.name);
+
+  Emitter e(graph, module, *g);
+  e.set_rank(options.input_name, static_cast<std::int64_t>(options.input_shape.size()) + 1);
+  const std::string last = e.module("", options.input_name);
+  // Name the result after the output: rename the value the last node produced, or pass the
+  // input through when the model is the identity.
+  bool renamed = false;
+  for (int i = g->node_size() - 1; i >= 0 && !renamed; --i) {
+    auto* n = g->mutable_node(i);
+    for (int o = 0; o < n->output_size(); ++o) {
+      if (n->output(o) == last && last != options.input_name) {
+        n->set_output(o, options.output_name);
+        renamed = true;
+      }
+    }
+  }
+  if (!renamed) {
+    auto* n = g->add_node();
+    n->set_op_type("Identity");
+    n->set_name(options.output_name);
+    n->add_input(last);
+    n->add_output(options.output_name);
+  }
+  value_info(g->add_input(), options.input_name, options.input_shape);
+  if (!options.output_shape.empty()) {
+    value_info(g->add_output(), options.output_name, options.output_shape);
+  } else {
+    auto* out = g->add_output();
+    out->set_name(options.output_name);
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+  return model.SerializeAsString();
+}
+
+}  // namespace glassbox::exporter
