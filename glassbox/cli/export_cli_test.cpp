@@ -26,7 +26,7 @@ const fs::path& frozen_cnn_run() {
         gb() + " train --run-dir " + r.string() +
         " --set model.name=cnn --set model.cnn.channels=[8,16] --set model.cnn.convs_per_stage=1 --set model.cnn.hidden=32"
         " --set data.limit_train=2000 --set data.val_size=400 --set trainer.max_epochs=1 --set trainer.enable_progress_bar=false"
-        " --set trainer.enable_model_summary=false --set diagnostics.tensorboard=false --set trainer.freeze=[\"features.conv0_0.*\"]");
+        " --set trainer.enable_model_summary=false --set diagnostics.tensorboard=false --set 'trainer.freeze=[\"features.conv0_0.*\"]'");
     EXPECT_EQ(rc, 0) << out;
     return r;
   }();

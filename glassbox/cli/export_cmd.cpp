@@ -20,7 +20,9 @@ namespace fs = std::filesystem;
 
 nn::ModelContract contract_for_checkpoint(const train::LoadedModel& m) {
   nn::ModelContract c;
-  c.name = m.config.name.empty() ? m.config.model.name : m.config.name;
+  // The run directory's name (runs/<run.name> unless --run-dir chose another).
+  c.name = m.run_dir.filename().string();
+  if (c.name.empty()) c.name = m.config.model.name;
   for (char& ch : c.name)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.') ch = '_';
   c.architecture = m.config.model.name;
