@@ -50,8 +50,8 @@ nn::ModelContract contract_for_checkpoint(const train::LoadedModel& m);
 
 // `glassbox export` as a call (quickstart uses it): format torchscript | onnx | repository |
 // weights | all; out_dir empty: RUN_DIR/export/... Prints a table of artefacts when `print`.
-nlohmann::json run_export(const std::filesystem::path& checkpoint, const std::string& format, const std::filesystem::path& out,
-                          const exporter::ExportRequest& request, bool print);
+nlohmann::json run_export(const std::filesystem::path& checkpoint, const std::string& format,
+                          const std::filesystem::path& out, const exporter::ExportRequest& request, bool print);
 
 // The quickstart configuration embedded in the binary (configs/quickstart.toml at build time).
 const char* embedded_quickstart_config();

@@ -2,11 +2,11 @@
 // a deployment would (raw images + the contract's preprocessing, in Python torch and
 // onnxruntime: tests/reference/contract_ref.py) and compared with `glassbox eval`'s
 // probabilities; trainable-only weights; bad input.
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include <fstream>
 #include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "glassbox/base/files.h"
 #include "glassbox/testing/testing.h"
@@ -22,11 +22,14 @@ std::string gb() { return testing::build_path("glassbox/cli/glassbox").string();
 const fs::path& frozen_cnn_run() {
   static const fs::path run = [] {
     const fs::path r = testing::temp_dir("cli_export") / "ft";
-    auto [rc, out] = testing::run_command(
-        gb() + " train --run-dir " + r.string() +
-        " --set model.name=cnn --set model.cnn.channels=[8,16] --set model.cnn.convs_per_stage=1 --set model.cnn.hidden=32"
-        " --set data.limit_train=2000 --set data.val_size=400 --set trainer.max_epochs=1 --set trainer.enable_progress_bar=false"
-        " --set trainer.enable_model_summary=false --set diagnostics.tensorboard=false --set 'trainer.freeze=[\"features.conv0_0.*\"]'");
+    auto [rc, out] =
+        testing::run_command(gb() + " train --run-dir " + r.string() +
+                             " --set model.name=cnn --set model.cnn.channels=[8,16] --set model.cnn.convs_per_stage=1 "
+                             "--set model.cnn.hidden=32"
+                             " --set data.limit_train=2000 --set data.val_size=400 --set trainer.max_epochs=1 --set "
+                             "trainer.enable_progress_bar=false"
+                             " --set trainer.enable_model_summary=false --set diagnostics.tensorboard=false --set "
+                             "'trainer.freeze=[\"features.conv0_0.*\"]'");
     EXPECT_EQ(rc, 0) << out;
     return r;
   }();
@@ -63,8 +66,8 @@ TEST(Export, EveryFormatServesTheSamePredictionsAsEval) {
     }
   }
   const fs::path exp = run / "export";
-  for (const char* f : {"model.pt", "model.json", "model.onnx", "repository/ft/config.pbtxt", "repository/ft/1/model.pt",
-                        "repository/ft/labels.txt", "repository/ft/contract.json"})
+  for (const char* f : {"model.pt", "model.json", "model.onnx", "repository/ft/config.pbtxt",
+                        "repository/ft/1/model.pt", "repository/ft/labels.txt", "repository/ft/contract.json"})
     EXPECT_TRUE(fs::exists(exp / f)) << f;
   const auto contract = nlohmann::json::parse(read_file(exp / "model.json"));
   EXPECT_EQ(contract["input"]["shape"], nlohmann::json::array({1, 28, 28}));
@@ -78,17 +81,19 @@ TEST(Export, EveryFormatServesTheSamePredictionsAsEval) {
   ASSERT_EQ(rc2, 0) << out2;
   const int n = 64;
   const auto want = read_probabilities(run / "eval" / "predictions.csv", n);
-  const auto served = nlohmann::json::parse(testing::run_python(
-      "tests/reference/contract_ref.py", {"--model", (exp / "model.pt").string(), "--onnx", (exp / "model.onnx").string(), "--contract",
-                                          (exp / "model.json").string(), "--images", "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz",
-                                          "--n", std::to_string(n)}));
+  const auto served = nlohmann::json::parse(
+      testing::run_python("tests/reference/contract_ref.py",
+                          {"--model", (exp / "model.pt").string(), "--onnx", (exp / "model.onnx").string(),
+                           "--contract", (exp / "model.json").string(), "--images",
+                           "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz", "--n", std::to_string(n)}));
   double worst_ts = 0, worst_ort = 0;
   for (int i = 0; i < n; ++i)
     for (int k = 0; k < 10; ++k) {
       worst_ts = std::max(worst_ts, std::abs(served["torchscript"][i][k].get<double>() - want[i][k]));
       worst_ort = std::max(worst_ort, std::abs(served["onnxruntime"][i][k].get<double>() - want[i][k]));
     }
-  std::printf("[ served ] max |p - eval p| over %d images: torch.jit.load %.2e, onnxruntime %.2e\n", n, worst_ts, worst_ort);
+  std::printf("[ served ] max |p - eval p| over %d images: torch.jit.load %.2e, onnxruntime %.2e\n", n, worst_ts,
+              worst_ort);
   EXPECT_LE(worst_ts, 1e-5);
   EXPECT_LE(worst_ort, 1e-4);
 }
@@ -123,7 +128,8 @@ TEST(Export, BadInputIsOneLineExitTwoAndLeavesFilesAlone) {
   };
   const std::vector<Case> cases{
       {" --checkpoint " + (dir / "nowhere.ckpt").string(), "no checkpoint at"},
-      {" --checkpoint " + ckpt + " --format onnx --trainable-only --out " + (dir / "model.pt").string(), "--trainable-only applies to --format weights"},
+      {" --checkpoint " + ckpt + " --format onnx --trainable-only --out " + (dir / "model.pt").string(),
+       "--trainable-only applies to --format weights"},
       {" --checkpoint " + ckpt + " --format repository --name 'bad name' --out " + (dir / "repo").string(), "bad name"},
       {" --checkpoint " + ckpt + " --out " + dir.string(), "is a directory"},
       {" --checkpoint " + ckpt + " --format pickle", "pickle"},

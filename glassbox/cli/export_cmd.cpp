@@ -55,7 +55,8 @@ namespace {
 void apply_freeze(train::LoadedModel& m) {
   for (auto& p : m.model->module()->named_parameters()) {
     bool frozen = false;
-    for (const auto& pattern : m.config.trainer.freeze) frozen = frozen || fnmatch(pattern.c_str(), p.key().c_str(), 0) == 0;
+    for (const auto& pattern : m.config.trainer.freeze)
+      frozen = frozen || fnmatch(pattern.c_str(), p.key().c_str(), 0) == 0;
     p.value().set_requires_grad(!frozen);
   }
 }
@@ -85,8 +86,8 @@ fs::path default_out(const fs::path& run_dir, const std::string& format, bool tr
 
 }  // namespace
 
-nlohmann::json run_export(const fs::path& checkpoint, const std::string& format, const fs::path& out_arg, const exporter::ExportRequest& base,
-                          bool print) {
+nlohmann::json run_export(const fs::path& checkpoint, const std::string& format, const fs::path& out_arg,
+                          const exporter::ExportRequest& base, bool print) {
   train::LoadedModel m = train::load_checkpoint_for_inference(checkpoint, "cpu");
   if (base.trainable_only) apply_freeze(m);
   nn::ModelContract contract = contract_for_checkpoint(m);
@@ -117,15 +118,21 @@ nlohmann::json run_export(const fs::path& checkpoint, const std::string& format,
     report.push_back(j);
     if (print) {
       std::cout << f << ":\n";
-      for (const auto& a : res.artefacts) std::cout << "  " << std::left << std::setw(12) << a.kind << std::right << std::setw(10) << exporter::human_bytes(a.bytes) << "  " << a.path.string() << "\n";
+      for (const auto& a : res.artefacts)
+        std::cout << "  " << std::left << std::setw(12) << a.kind << std::right << std::setw(10)
+                  << exporter::human_bytes(a.bytes) << "  " << a.path.string() << "\n";
       if (f == "weights" && base.trainable_only) {
         const std::uintmax_t kept = res.artefacts.front().bytes;
-        std::cout << "  trainable only: " << res.parameters << " of " << res.all_parameters << " parameters, " << exporter::human_bytes(kept) << " instead of "
-                  << exporter::human_bytes(res.full_bytes) << " (" << std::fixed << std::setprecision(1)
-                  << 100.0 * static_cast<double>(kept) / static_cast<double>(std::max<std::uintmax_t>(1, res.full_bytes)) << " %)\n"
+        std::cout << "  trainable only: " << res.parameters << " of " << res.all_parameters << " parameters, "
+                  << exporter::human_bytes(kept) << " instead of " << exporter::human_bytes(res.full_bytes) << " ("
+                  << std::fixed << std::setprecision(1)
+                  << 100.0 * static_cast<double>(kept) /
+                         static_cast<double>(std::max<std::uintmax_t>(1, res.full_bytes))
+                  << " %)\n"
                   << std::defaultfloat;
       }
-      if (res.max_abs_difference >= 0) std::cout << "  verified: reloaded TorchScript matches the model within " << res.max_abs_difference << "\n";
+      if (res.max_abs_difference >= 0)
+        std::cout << "  verified: reloaded TorchScript matches the model within " << res.max_abs_difference << "\n";
     }
   }
   return report;
@@ -133,25 +140,33 @@ nlohmann::json run_export(const fs::path& checkpoint, const std::string& format,
 
 void add_export(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
-  CLI::App* cmd = app.add_subcommand("export", "A checkpoint as TorchScript, ONNX, a Triton-style model repository, or weights");
-  cmd->add_option("--checkpoint", a->checkpoint, "checkpoint directory, e.g. runs/cnn/checkpoints/last.ckpt")->required();
+  CLI::App* cmd =
+      app.add_subcommand("export", "A checkpoint as TorchScript, ONNX, a Triton-style model repository, or weights");
+  cmd->add_option("--checkpoint", a->checkpoint, "checkpoint directory, e.g. runs/cnn/checkpoints/last.ckpt")
+      ->required();
   cmd->add_option("--format", a->format, "torchscript | onnx | repository | weights | all (the first three)")
       ->check(CLI::IsMember({"torchscript", "onnx", "repository", "weights", "all"}));
-  cmd->add_option("--out", a->out, "file (torchscript, onnx, weights) or folder (repository, all); default: RUN_DIR/export/...");
+  cmd->add_option("--out", a->out,
+                  "file (torchscript, onnx, weights) or folder (repository, all); default: RUN_DIR/export/...");
   cmd->add_option("--name", a->name, "repository: the model's name (default: the run's name)");
-  cmd->add_option("--version", a->version, "repository: the version folder to write (replaces it atomically)")->check(CLI::PositiveNumber);
-  cmd->add_option("--max-batch-size", a->max_batch_size, "repository: config.pbtxt max_batch_size")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-queue-delay-us", a->max_queue_delay_us, "repository: dynamic_batching max_queue_delay_microseconds");
+  cmd->add_option("--version", a->version, "repository: the version folder to write (replaces it atomically)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-batch-size", a->max_batch_size, "repository: config.pbtxt max_batch_size")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-queue-delay-us", a->max_queue_delay_us,
+                  "repository: dynamic_batching max_queue_delay_microseconds");
   cmd->add_option("--instances", a->instances, "repository: instance_group count")->check(CLI::PositiveNumber);
   cmd->add_flag("--gpu", a->gpu, "repository: instance_group kind KIND_GPU (default KIND_CPU)");
-  cmd->add_flag("--trainable-only", a->trainable_only, "weights: only the tensors that were trained (trainer.freeze left out)");
+  cmd->add_flag("--trainable-only", a->trainable_only,
+                "weights: only the tensors that were trained (trainer.freeze left out)");
   cmd->add_flag("--json", a->json, "print what was written as JSON");
   cmd->footer(
       "Every model file gets its contract (input shape, preprocessing, labels) as a .json beside it.\n"
       "Examples:\n"
       "  glassbox export --checkpoint runs/cnn/checkpoints/last.ckpt --format torchscript --out model.pt\n"
       "  glassbox export --checkpoint runs/cnn/checkpoints/last.ckpt --format onnx --out model.onnx\n"
-      "  glassbox export --checkpoint runs/cnn/checkpoints/last.ckpt --format repository --out models --name fashion_cnn --version 2\n"
+      "  glassbox export --checkpoint runs/cnn/checkpoints/last.ckpt --format repository --out models --name "
+      "fashion_cnn --version 2\n"
       "  glassbox export --checkpoint runs/ft/checkpoints/last.ckpt --format weights --trainable-only");
   cmd->callback([a] {
     exporter::ExportRequest r;

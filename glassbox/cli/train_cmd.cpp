@@ -2,7 +2,6 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
-
 #include <fmt/format.h>
 
 #include "glassbox/base/config.h"
@@ -44,8 +43,9 @@ void close_the_loop(const nlohmann::json& summary, const train::RunConfig& cfg, 
     eo.checkpoint = ckpt;
     eo.device = cfg.trainer.device == "auto" ? "auto" : cfg.trainer.device;
     const nlohmann::json m = train::evaluate_checkpoint(eo);
-    out << fmt::format("evaluation: accuracy {:.4f}, macro F1 {:.4f}, ECE {:.4f} -> {}/metrics.json\n", m["accuracy"].get<double>(),
-                       m["averages"]["macro"]["f1"].get<double>(), m["calibration"]["ece"].get<double>(), m["out_dir"].get<std::string>());
+    out << fmt::format("evaluation: accuracy {:.4f}, macro F1 {:.4f}, ECE {:.4f} -> {}/metrics.json\n",
+                       m["accuracy"].get<double>(), m["averages"]["macro"]["f1"].get<double>(),
+                       m["calibration"]["ece"].get<double>(), m["out_dir"].get<std::string>());
     if (cfg.data.source.format != "csv") {
       ExplainRequest er;
       er.checkpoint = ckpt;
@@ -53,14 +53,16 @@ void close_the_loop(const nlohmann::json& summary, const train::RunConfig& cfg, 
       er.correct = 8;
       er.device = eo.device;
       const nlohmann::json ex = explain_checkpoint(er);
-      out << fmt::format("explanations: {} of {} test samples -> {}/index.json\n", ex["method"].get<std::string>(), ex["items"].size(),
-                         ex["out_dir"].get<std::string>());
+      out << fmt::format("explanations: {} of {} test samples -> {}/index.json\n", ex["method"].get<std::string>(),
+                         ex["items"].size(), ex["out_dir"].get<std::string>());
     }
     // The model as it ships: TorchScript, ONNX and a Triton-style model repository.
-    const nlohmann::json ex = run_export(ckpt, "all", std::filesystem::path(run_dir) / "export", exporter::ExportRequest{}, false);
+    const nlohmann::json ex =
+        run_export(ckpt, "all", std::filesystem::path(run_dir) / "export", exporter::ExportRequest{}, false);
     std::string parts, repository;
     for (const auto& f : ex) {
-      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", f["format"].get<std::string>(), exporter::human_bytes(f["bytes"].get<std::uintmax_t>()));
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", f["format"].get<std::string>(),
+                           exporter::human_bytes(f["bytes"].get<std::uintmax_t>()));
       if (f.contains("repository")) repository = f["repository"].get<std::string>();
     }
     out << fmt::format("export: {} -> {}\n", parts, repository);
@@ -79,7 +81,8 @@ void install_run_diagnostics(train::RunConfig& cfg, train::RunOptions& ro) {
   const std::string text = cfg.to_toml_text();
   const nlohmann::json hparams = inspect::flatten_hparams(to_json(visit_fn(cfg)));
   const train::DiagnosticsOptions options = cfg.diagnostics;
-  ro.configure = [options, text, hparams](train::Trainer& t, train::TaskModule&, const std::filesystem::path& dir, std::ostream& out) {
+  ro.configure = [options, text, hparams](train::Trainer& t, train::TaskModule&, const std::filesystem::path& dir,
+                                          std::ostream& out) {
     inspect::install_diagnostics(t, options, dir, out, text, hparams);
   };
 }
@@ -90,13 +93,15 @@ void add_train(CLI::App& app) {
   cmd->add_option("config", args->config, "TOML config file (default: the built-in defaults)");
   cmd->add_option("--set", args->sets, "override a config key, e.g. --set trainer.max_epochs=5 (repeatable)");
   cmd->add_option("--run-dir", args->run_dir, "run directory (default: runs/<run.name>)");
-  cmd->add_option("--resume", args->resume, "continue bit-exactly from a checkpoint directory (e.g. runs/x/checkpoints/last.ckpt)");
+  cmd->add_option("--resume", args->resume,
+                  "continue bit-exactly from a checkpoint directory (e.g. runs/x/checkpoints/last.ckpt)");
   cmd->add_flag("--overwrite", args->overwrite, "replace an existing run directory");
   cmd->add_flag("--json", args->json, "print summary.json to stdout at the end");
   cmd->footer(
       "Examples:\n"
       "  glassbox train configs/cnn.toml\n"
-      "  glassbox train configs/quickstart.toml --set model.mlp.hidden=[1024,512] --set optim.lr=3e-3 --run-dir runs/wide\n"
+      "  glassbox train configs/quickstart.toml --set model.mlp.hidden=[1024,512] --set optim.lr=3e-3 --run-dir "
+      "runs/wide\n"
       "  glassbox train configs/cnn.toml --resume runs/cnn/checkpoints/last.ckpt");
   cmd->callback([args] {
     train::RunConfig cfg = train::load_run_config(args->config, args->sets);
@@ -114,7 +119,8 @@ void add_quickstart(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("quickstart", "Train the default MLP on Fashion-MNIST, test it, print a summary");
   cmd->add_option("--run-dir", args->run_dir, "run directory (default: runs/quickstart)");
   cmd->add_option("--set", args->sets, "override a key of the built-in quickstart config (repeatable)");
-  cmd->add_flag("--overwrite", args->overwrite, "replace an existing run directory (default for quickstart's own runs/quickstart)");
+  cmd->add_flag("--overwrite", args->overwrite,
+                "replace an existing run directory (default for quickstart's own runs/quickstart)");
   cmd->add_flag("--json", args->json, "print summary.json to stdout at the end");
   cmd->footer("Examples:\n  glassbox quickstart\n  glassbox quickstart --run-dir runs/qs2 --set trainer.max_epochs=3");
   cmd->callback([args] {

@@ -1,15 +1,14 @@
 // Export: lowering, TorchScript and ONNX writers, the package. The reference test checks the
 // files with the runtimes users deploy with: Python torch.jit.load, onnx.checker (full_check) and
 // onnxruntime (tests/reference/export_ref.py).
-#include <gtest/gtest.h>
-#include <torch/script.h>
-#include <torch/torch.h>
-
 #include <zlib.h>
 
 #include <filesystem>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <torch/script.h>
+#include <torch/torch.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
@@ -75,7 +74,9 @@ at::Tensor read_idx_images(const std::string& path, std::int64_t n) {
   if (f == nullptr) throw std::runtime_error("cannot open " + path);
   unsigned char header[16];
   EXPECT_EQ(gzread(f, header, 16), 16);
-  auto be32 = [&](int at) { return (std::int64_t{header[at]} << 24) | (header[at + 1] << 16) | (header[at + 2] << 8) | header[at + 3]; };
+  auto be32 = [&](int at) {
+    return (std::int64_t{header[at]} << 24) | (header[at + 1] << 16) | (header[at + 2] << 8) | header[at + 3];
+  };
   const std::int64_t h = be32(8), w = be32(12);
   at::Tensor out = torch::empty({n, h, w}, torch::kUInt8);
   EXPECT_EQ(gzread(f, out.data_ptr(), static_cast<unsigned>(n * h * w)), n * h * w);
@@ -123,7 +124,8 @@ TEST(Lowering, AnUnknownLayerIsAnErrorNamingItsPathAndType) {
   torch::nn::Sequential lstm(torch::nn::Linear(4, 4), torch::nn::LSTM(4, 4));
   EXPECT_THROW(lower_model(*lstm.ptr(), "user"), Error);
   // A layer option no format can express is named too.
-  torch::nn::Sequential reflect(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 2, 3).padding(1).padding_mode(torch::kReflect)));
+  torch::nn::Sequential reflect(
+      torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 2, 3).padding(1).padding_mode(torch::kReflect)));
   try {
     lower_model(*reflect.ptr(), "user");
     FAIL() << "expected an error";
@@ -134,7 +136,8 @@ TEST(Lowering, AnUnknownLayerIsAnErrorNamingItsPathAndType) {
 }
 
 TEST(Onnx, AnOperatorOnnxLacksIsAnErrorNamingTheLayer) {
-  torch::nn::Sequential seq(torch::nn::Conv2d(1, 4, 3), torch::nn::AdaptiveAvgPool2d(torch::nn::AdaptiveAvgPool2dOptions({2, 2})),
+  torch::nn::Sequential seq(torch::nn::Conv2d(1, 4, 3),
+                            torch::nn::AdaptiveAvgPool2d(torch::nn::AdaptiveAvgPool2dOptions({2, 2})),
                             torch::nn::Flatten(), torch::nn::Linear(16, 3));
   const ExportGraph g = lower_model(*seq.ptr(), "seq");
   OnnxOptions o;
@@ -158,7 +161,8 @@ TEST(TorchScript, ReloadedModuleEqualsTheModelAndKeepsItsParameterNames) {
     SCOPED_TRACE(name);
     auto m = zoo(name);
     const fs::path dir = testing::temp_dir("ts_" + name);
-    save_torchscript(to_torchscript(lower_model(*m->module(), name), *m->module()), dir / "model.pt", {{"contract.json", "{}"}});
+    save_torchscript(to_torchscript(lower_model(*m->module(), name), *m->module()), dir / "model.pt",
+                     {{"contract.json", "{}"}});
     torch::jit::ExtraFilesMap extra{{"contract.json", ""}};
     torch::jit::Module loaded = torch::jit::load((dir / "model.pt").string(), std::nullopt, extra);
     EXPECT_EQ(extra["contract.json"], "{}");
@@ -289,24 +293,36 @@ TEST(ExportReference, TorchScriptAndOnnxMatchPythonTorchAndOnnxRuntime) {
       {"mlp", "mlp", {1, 28, 28}, {}, true},
       {"cnn", "cnn", {1, 28, 28}, {}, true},
       {"resnet18", "resnet18", {1, 28, 28}, {}, true},
-      {"mlp_layernorm_gelu_softmax", "mlp", {1, 28, 28},
+      {"mlp_layernorm_gelu_softmax",
+       "mlp",
+       {1, 28, 28},
        [](nn::ModelOptions& o) {
          o.mlp.norm = "layernorm";
          o.mlp.activation = "gelu";
          o.mlp.output = "softmax";
        }},
-      {"mlp_features_silu", "mlp", {20},
+      {"mlp_features_silu",
+       "mlp",
+       {20},
        [](nn::ModelOptions& o) {
          o.mlp.hidden = {16, 12, 8};
          o.mlp.activation = "silu";
        }},
-      {"cnn_groupnorm", "cnn", {3, 32, 32},
+      {"cnn_groupnorm",
+       "cnn",
+       {3, 32, 32},
        [](nn::ModelOptions& o) {
          o.cnn.norm = "groupnorm";
          o.cnn.groups = 4;
          o.cnn.channels = {8, 16, 16};
        }},
-      {"resnet18_imagenet_stem", "resnet18", {3, 64, 64}, [](nn::ModelOptions& o) { o.resnet18.stem = "imagenet"; o.resnet18.width = 16; }},
+      {"resnet18_imagenet_stem",
+       "resnet18",
+       {3, 64, 64},
+       [](nn::ModelOptions& o) {
+         o.resnet18.stem = "imagenet";
+         o.resnet18.width = 16;
+       }},
   };
   const fs::path root = testing::temp_dir("export_ref");
   // Real inputs: the first 7 Fashion-MNIST test images, normalised as the quickstart does.
@@ -340,10 +356,14 @@ TEST(ExportReference, TorchScriptAndOnnxMatchPythonTorchAndOnnxRuntime) {
       }
     }
     save_safetensors(dir / "io.safetensors", io);
-    manifest.push_back({{"label", c.label}, {"dir", dir.string()}, {"input_name", contract.input_name}, {"output_name", contract.output_name}});
+    manifest.push_back({{"label", c.label},
+                        {"dir", dir.string()},
+                        {"input_name", contract.input_name},
+                        {"output_name", contract.output_name}});
   }
   write_file_atomic(root / "manifest.json", manifest.dump());
-  const nlohmann::json ref = nlohmann::json::parse(testing::run_python("tests/reference/export_ref.py", {(root / "manifest.json").string()}));
+  const nlohmann::json ref =
+      nlohmann::json::parse(testing::run_python("tests/reference/export_ref.py", {(root / "manifest.json").string()}));
   ASSERT_EQ(ref.size(), cases.size());
   for (const auto& r : ref) {
     SCOPED_TRACE(r["label"].get<std::string>());
@@ -353,7 +373,8 @@ TEST(ExportReference, TorchScriptAndOnnxMatchPythonTorchAndOnnxRuntime) {
     EXPECT_EQ(r["onnx_batch_dim"].get<std::string>(), "batch");
     EXPECT_GT(r["shared_tensors"].get<int>(), 1);
     EXPECT_TRUE(r["shared_tensors_equal"].get<bool>());
-    EXPECT_EQ(r["embedded_contract_name"], "test_" + r["label"].get<std::string>().substr(0, r["label"].get<std::string>().find('_')));
+    EXPECT_EQ(r["embedded_contract_name"],
+              "test_" + r["label"].get<std::string>().substr(0, r["label"].get<std::string>().find('_')));
     ASSERT_FALSE(r["results"].empty());
     for (const auto& [key, v] : r["results"].items()) {
       SCOPED_TRACE(key);
@@ -361,8 +382,9 @@ TEST(ExportReference, TorchScriptAndOnnxMatchPythonTorchAndOnnxRuntime) {
       EXPECT_LE(v["onnxruntime_max_abs"].get<double>(), 1e-4);
       EXPECT_GT(v["output_abs_mean"].get<double>(), 0.0);  // the comparison is not between zeros
     }
-    std::printf("[ reference ] %-28s torch.jit.load max|d| %.2e  onnxruntime max|d| %.2e\n", r["label"].get<std::string>().c_str(),
-                r["torchscript_worst"].get<double>(), r["onnxruntime_worst"].get<double>());
+    std::printf("[ reference ] %-28s torch.jit.load max|d| %.2e  onnxruntime max|d| %.2e\n",
+                r["label"].get<std::string>().c_str(), r["torchscript_worst"].get<double>(),
+                r["onnxruntime_worst"].get<double>());
   }
 }
 

@@ -28,13 +28,16 @@ void ensure_builtins() {
   std::call_once(once, [] { register_builtin_lowerings(); });
 }
 
-std::string join(const std::string& path, const std::string& child) { return path.empty() ? child : path + "." + child; }
+std::string join(const std::string& path, const std::string& child) {
+  return path.empty() ? child : path + "." + child;
+}
 
 void lower_into(const torch::nn::Module& module, const std::string& path, ExportGraph& out) {
   const auto it = registry().find(std::type_index(typeid(module)));
   const std::string where = path.empty() ? std::string("the model") : "layer " + path;
   GB_CHECK(it != registry().end(), InvalidArgument,
-           "cannot export " << where << " (" << module.name() << "): glassbox has no lowering for this module type, and a C++ "
+           "cannot export " << where << " (" << module.name()
+                            << "): glassbox has no lowering for this module type, and a C++ "
                             << "forward() cannot be read back",
            "register one with glassbox::exporter::register_lowering<" + module.name() + ">(...) (docs/export.md)");
   ModuleGraph g;
@@ -55,7 +58,8 @@ void lower_into(const torch::nn::Module& module, const std::string& path, Export
     g.children.push_back(c.key());
   }
   for (const std::string& c : called) {
-    GB_CHECK(children.contains(c), Internal, "lowering of " << g.type_name << " calls a child \"" << c << "\" that " << where << " lacks",
+    GB_CHECK(children.contains(c), Internal,
+             "lowering of " << g.type_name << " calls a child \"" << c << "\" that " << where << " lacks",
              "fix the lowering");
     if (!out.modules.contains(join(path, c))) lower_into(*children[c], join(path, c), out);
   }
@@ -94,8 +98,8 @@ GraphBuilder::GraphBuilder(ModuleGraph& graph, const torch::nn::Module& module) 
 
 int GraphBuilder::op(OpKind kind, std::vector<int> inputs, Node node) {
   for (int v : inputs)
-    GB_CHECK(v >= 0 && v < graph_.num_values, Internal, "lowering of " << graph_.type_name << " reads an undefined value " << v,
-             "fix the lowering");
+    GB_CHECK(v >= 0 && v < graph_.num_values, Internal,
+             "lowering of " << graph_.type_name << " reads an undefined value " << v, "fix the lowering");
   node.kind = kind;
   node.inputs = std::move(inputs);
   node.output = graph_.num_values++;

@@ -60,34 +60,34 @@ struct Node {
   OpKind kind = OpKind::kRelu;
   std::vector<int> inputs;
   int output = -1;
-  std::string child;                                           // kCall
-  std::string weight, bias, running_mean, running_var;         // parametrised ops
+  std::string child;                                            // kCall
+  std::string weight, bias, running_mean, running_var;          // parametrised ops
   std::vector<std::int64_t> kernel, stride, padding, dilation;  // conv / pooling
   std::vector<std::int64_t> shape;                              // LayerNorm normalized_shape, adaptive output size
   std::int64_t groups = 1;                                      // conv groups, GroupNorm groups
   std::int64_t dim = 1;                                         // softmax dim, flatten start
   std::int64_t end_dim = -1;                                    // flatten end
   double eps = 1e-5;
-  double alpha = 0.0;                                           // LeakyReLU slope, ELU alpha
+  double alpha = 0.0;  // LeakyReLU slope, ELU alpha
   bool ceil_mode = false;
   bool count_include_pad = true;
-  std::string approximate = "none";                             // GELU
+  std::string approximate = "none";  // GELU
 };
 
 // One module's forward(x) -> y.
 struct ModuleGraph {
-  std::string path;       // "" for the root, "features.conv0_0"
-  std::string type_name;  // "Conv2d", "Sequential", "BasicBlock", ...
+  std::string path;                     // "" for the root, "features.conv0_0"
+  std::string type_name;                // "Conv2d", "Sequential", "BasicBlock", ...
   std::vector<std::string> parameters;  // own tensors, not the children's
   std::vector<std::string> buffers;
-  std::vector<std::string> children;    // direct children called or owned, in registration order
+  std::vector<std::string> children;  // direct children called or owned, in registration order
   std::vector<Node> nodes;
   int num_values = 1;
   int output = 0;
 };
 
 struct ExportGraph {
-  std::string name;                           // the model's name ("cnn")
+  std::string name;                            // the model's name ("cnn")
   std::map<std::string, ModuleGraph> modules;  // by path; "" is the root
   const ModuleGraph& root() const { return modules.at(""); }
 };

@@ -28,9 +28,18 @@ std::vector<std::int64_t> vec(const torch::ExpandingArray<D>& a) {
   return std::vector<std::int64_t>(a->begin(), a->end());
 }
 
+// A normalisation layer's per-channel scale and shift.
+void affine(Node& n, GraphBuilder& b) {
+  n.weight = "weight";
+  n.bias = "bias";
+  b.parameter("weight");
+  b.parameter("bias");
+}
+
 int lower_conv2d(const tnn::Conv2dImpl& m, GraphBuilder& b) {
   const auto& o = m.options;
-  GB_CHECK(std::holds_alternative<torch::enumtype::kZeros>(o.padding_mode()), InvalidArgument, "padding_mode " << torch::enumtype::get_enum_name(o.padding_mode()) << " is not supported (only zeros)",
+  GB_CHECK(std::holds_alternative<torch::enumtype::kZeros>(o.padding_mode()), InvalidArgument,
+           "padding_mode " << torch::enumtype::get_enum_name(o.padding_mode()) << " is not supported (only zeros)",
            "use zero padding, or pad explicitly before the convolution");
   Node n;
   n.kernel = vec(o.kernel_size());
@@ -65,12 +74,7 @@ int lower_batch_norm(const Impl& m, GraphBuilder& b) {
            "train with track_running_stats = true");
   Node n;
   n.eps = m.options.eps();
-  if (m.options.affine()) {
-    n.weight = "weight";
-    n.bias = "bias";
-    b.parameter("weight");
-    b.parameter("bias");
-  }
+  if (m.options.affine()) affine(n, b);
   n.running_mean = "running_mean";
   n.running_var = "running_var";
   b.buffer("running_mean");
@@ -133,37 +137,31 @@ void register_builtin_lowerings() {
     Node n;
     n.shape = m.options.normalized_shape();
     n.eps = m.options.eps();
-    if (m.options.elementwise_affine()) {
-      n.weight = "weight";
-      n.bias = "bias";
-      b.parameter("weight");
-      b.parameter("bias");
-    }
+    if (m.options.elementwise_affine()) affine(n, b);
     return b.op(OpKind::kLayerNorm, {b.input()}, n);
   });
   builtin<tnn::GroupNormImpl>("GroupNorm", [](const tnn::GroupNormImpl& m, GraphBuilder& b) {
     Node n;
     n.groups = m.options.num_groups();
     n.eps = m.options.eps();
-    if (m.options.affine()) {
-      n.weight = "weight";
-      n.bias = "bias";
-      b.parameter("weight");
-      b.parameter("bias");
-    }
+    if (m.options.affine()) affine(n, b);
     return b.op(OpKind::kGroupNorm, {b.input()}, n);
   });
-  builtin<tnn::ReLUImpl>("ReLU", [](const tnn::ReLUImpl&, GraphBuilder& b) { return b.op(OpKind::kRelu, {b.input()}); });
+  builtin<tnn::ReLUImpl>("ReLU",
+                         [](const tnn::ReLUImpl&, GraphBuilder& b) { return b.op(OpKind::kRelu, {b.input()}); });
   builtin<tnn::GELUImpl>("GELU", [](const tnn::GELUImpl& m, GraphBuilder& b) {
     Node n;
     n.approximate = m.options.approximate();
-    GB_CHECK(n.approximate == "none" || n.approximate == "tanh", InvalidArgument, "GELU approximate=\"" << n.approximate << "\"",
-             "use \"none\" or \"tanh\"");
+    GB_CHECK(n.approximate == "none" || n.approximate == "tanh", InvalidArgument,
+             "GELU approximate=\"" << n.approximate << "\"", "use \"none\" or \"tanh\"");
     return b.op(OpKind::kGelu, {b.input()}, n);
   });
-  builtin<tnn::TanhImpl>("Tanh", [](const tnn::TanhImpl&, GraphBuilder& b) { return b.op(OpKind::kTanh, {b.input()}); });
-  builtin<tnn::SigmoidImpl>("Sigmoid", [](const tnn::SigmoidImpl&, GraphBuilder& b) { return b.op(OpKind::kSigmoid, {b.input()}); });
-  builtin<tnn::SiLUImpl>("SiLU", [](const tnn::SiLUImpl&, GraphBuilder& b) { return b.op(OpKind::kSilu, {b.input()}); });
+  builtin<tnn::TanhImpl>("Tanh",
+                         [](const tnn::TanhImpl&, GraphBuilder& b) { return b.op(OpKind::kTanh, {b.input()}); });
+  builtin<tnn::SigmoidImpl>(
+      "Sigmoid", [](const tnn::SigmoidImpl&, GraphBuilder& b) { return b.op(OpKind::kSigmoid, {b.input()}); });
+  builtin<tnn::SiLUImpl>("SiLU",
+                         [](const tnn::SiLUImpl&, GraphBuilder& b) { return b.op(OpKind::kSilu, {b.input()}); });
   builtin<tnn::LeakyReLUImpl>("LeakyReLU", [](const tnn::LeakyReLUImpl& m, GraphBuilder& b) {
     Node n;
     n.alpha = m.options.negative_slope();
@@ -184,7 +182,8 @@ void register_builtin_lowerings() {
     return b.op(OpKind::kMaxPool2d, {b.input()}, n);
   });
   builtin<tnn::AvgPool2dImpl>("AvgPool2d", [](const tnn::AvgPool2dImpl& m, GraphBuilder& b) {
-    GB_CHECK(!m.options.divisor_override().has_value(), InvalidArgument, "divisor_override is set", "remove divisor_override");
+    GB_CHECK(!m.options.divisor_override().has_value(), InvalidArgument, "divisor_override is set",
+             "remove divisor_override");
     Node n;
     n.kernel = vec(m.options.kernel_size());
     n.stride = vec(m.options.stride());
@@ -197,7 +196,8 @@ void register_builtin_lowerings() {
   builtin<tnn::AdaptiveAvgPool2dImpl>("AdaptiveAvgPool2d", [](const tnn::AdaptiveAvgPool2dImpl& m, GraphBuilder& b) {
     Node n;
     for (const auto& s : *m.options.output_size()) {
-      GB_CHECK(s.has_value(), InvalidArgument, "an adaptive pooling size of None (keep the input's size)", "give both output sizes");
+      GB_CHECK(s.has_value(), InvalidArgument, "an adaptive pooling size of None (keep the input's size)",
+               "give both output sizes");
       n.shape.push_back(*s);
     }
     return b.op(OpKind::kAdaptiveAvgPool2d, {b.input()}, n);
@@ -221,12 +221,14 @@ void register_builtin_lowerings() {
   // Dropout is the identity at inference.
   builtin<tnn::DropoutImpl>("Dropout", [](const tnn::DropoutImpl&, GraphBuilder& b) { return b.input(); });
   builtin<tnn::Dropout2dImpl>("Dropout2d", [](const tnn::Dropout2dImpl&, GraphBuilder& b) { return b.input(); });
-  builtin<tnn::AlphaDropoutImpl>("AlphaDropout", [](const tnn::AlphaDropoutImpl&, GraphBuilder& b) { return b.input(); });
+  builtin<tnn::AlphaDropoutImpl>("AlphaDropout",
+                                 [](const tnn::AlphaDropoutImpl&, GraphBuilder& b) { return b.input(); });
   builtin<tnn::IdentityImpl>("Identity", [](const tnn::IdentityImpl&, GraphBuilder& b) { return b.input(); });
   builtin<tnn::SequentialImpl>("Sequential", [](const tnn::SequentialImpl& m, GraphBuilder& b) { return chain(m, b); });
   // The zoo.
   builtin<nn::MlpImpl>("Mlp", [](const nn::MlpImpl&, GraphBuilder& b) { return b.call("body", b.input()); });
-  builtin<nn::CnnImpl>("Cnn", [](const nn::CnnImpl&, GraphBuilder& b) { return b.call("classifier", b.call("features", b.input())); });
+  builtin<nn::CnnImpl>(
+      "Cnn", [](const nn::CnnImpl&, GraphBuilder& b) { return b.call("classifier", b.call("features", b.input())); });
   builtin<nn::ResNet18Impl>("ResNet18", lower_resnet);
   builtin<nn::BasicBlockImpl>("BasicBlock", lower_basic_block);
 }

@@ -14,7 +14,9 @@ namespace glassbox::exporter {
 
 namespace {
 
-std::string join(const std::string& path, const std::string& child) { return path.empty() ? child : path + "." + child; }
+std::string join(const std::string& path, const std::string& child) {
+  return path.empty() ? child : path + "." + child;
+}
 
 class Emitter {
  public:
@@ -62,7 +64,8 @@ class Emitter {
     return it->second;
   }
 
-  onnx::NodeProto* node(const std::string& type, const std::vector<std::string>& in, const std::string& out, const std::string& name) {
+  onnx::NodeProto* node(const std::string& type, const std::vector<std::string>& in, const std::string& out,
+                        const std::string& name) {
     onnx::NodeProto* n = g_.add_node();
     n->set_op_type(type);
     n->set_name(name);
@@ -155,15 +158,20 @@ class Emitter {
       }
       case OpKind::kBatchNorm: {
         const at::Tensor& mean = tensors_.at(join(path, n.running_mean));
-        const std::string scale = n.weight.empty() ? initializer(join(path, "weight(ones)"), torch::ones_like(mean)) : param(path, n.weight);
-        const std::string bias = n.bias.empty() ? initializer(join(path, "bias(zeros)"), torch::zeros_like(mean)) : param(path, n.bias);
-        auto* b = node("BatchNormalization", {x, scale, bias, param(path, n.running_mean), param(path, n.running_var)}, out, out);
+        const std::string scale =
+            n.weight.empty() ? initializer(join(path, "weight(ones)"), torch::ones_like(mean)) : param(path, n.weight);
+        const std::string bias =
+            n.bias.empty() ? initializer(join(path, "bias(zeros)"), torch::zeros_like(mean)) : param(path, n.bias);
+        auto* b = node("BatchNormalization", {x, scale, bias, param(path, n.running_mean), param(path, n.running_var)},
+                       out, out);
         attr(b, "epsilon", static_cast<float>(n.eps));
         return out;
       }
       case OpKind::kLayerNorm: {
-        const std::string scale = n.weight.empty() ? initializer(join(path, "weight(ones)"), torch::ones(n.shape)) : param(path, n.weight);
-        const std::string bias = n.bias.empty() ? initializer(join(path, "bias(zeros)"), torch::zeros(n.shape)) : param(path, n.bias);
+        const std::string scale =
+            n.weight.empty() ? initializer(join(path, "weight(ones)"), torch::ones(n.shape)) : param(path, n.weight);
+        const std::string bias =
+            n.bias.empty() ? initializer(join(path, "bias(zeros)"), torch::zeros(n.shape)) : param(path, n.bias);
         auto* l = node("LayerNormalization", {x, scale, bias}, out, out);
         attr(l, "axis", -static_cast<std::int64_t>(n.shape.size()));
         attr(l, "epsilon", static_cast<float>(n.eps));
@@ -252,7 +260,8 @@ class Emitter {
       }
       case OpKind::kAdaptiveAvgPool2d:
         GB_CHECK(n.shape == std::vector<std::int64_t>({1, 1}), InvalidArgument,
-                 "cannot export " << where_ << " to ONNX: adaptive average pooling to " << n.shape[0] << "x" << n.shape[1]
+                 "cannot export " << where_ << " to ONNX: adaptive average pooling to " << n.shape[0] << "x"
+                                  << n.shape[1]
                                   << " has no ONNX operator for an input of any size (only 1x1, GlobalAveragePool)",
                  "pool to 1x1, or use a fixed AvgPool2d");
         node("GlobalAveragePool", {x}, out, out);
@@ -262,7 +271,8 @@ class Emitter {
         const std::int64_t start = n.dim < 0 ? n.dim + r : n.dim;
         const std::int64_t end = n.end_dim < 0 ? n.end_dim + r : n.end_dim;
         GB_CHECK(end == r - 1 && start >= 0 && start < r, InvalidArgument,
-                 "cannot export " << where_ << " to ONNX: flatten of dims " << n.dim << ".." << n.end_dim << " of a rank-" << r
+                 "cannot export " << where_ << " to ONNX: flatten of dims " << n.dim << ".." << n.end_dim
+                                  << " of a rank-" << r
                                   << " tensor (only flattening through the last dim is supported)",
                  "flatten from a dim through the last one");
         if (start == 1) {
@@ -303,7 +313,8 @@ void value_info(onnx::ValueInfoProto* v, const std::string& name, const std::vec
 }  // namespace
 
 std::string to_onnx(const ExportGraph& graph, const torch::nn::Module& module, const OnnxOptions& options) {
-  GB_CHECK(!options.input_shape.empty(), InvalidArgument, "ONNX export needs the input's sample shape", "give e.g. [1, 28, 28]");
+  GB_CHECK(!options.input_shape.empty(), InvalidArgument, "ONNX export needs the input's sample shape",
+           "give e.g. [1, 28, 28]");
   onnx::ModelProto model;
   model.set_ir_version(onnx::IR_VERSION);
   model.set_producer_name("glassbox");

@@ -66,20 +66,24 @@ double verify_torchscript(nn::Model& model, const nn::ModelContract& contract, c
   loaded.eval();
   torch::NoGradGuard ng;
   const at::Tensor x = probe_batch(contract, 3);
-  const auto device = model.module()->parameters().empty() ? torch::Device(torch::kCPU) : model.module()->parameters()[0].device();
+  const auto device =
+      model.module()->parameters().empty() ? torch::Device(torch::kCPU) : model.module()->parameters()[0].device();
   const at::Tensor want = model.forward(x.to(device)).to(torch::kCPU);
   const at::Tensor got = loaded.forward({x}).toTensor();
-  GB_CHECK(got.sizes() == want.sizes(), Internal, "the exported TorchScript returns shape " << got.sizes() << ", the model " << want.sizes(),
+  GB_CHECK(got.sizes() == want.sizes(), Internal,
+           "the exported TorchScript returns shape " << got.sizes() << ", the model " << want.sizes(),
            "report this as a glassbox bug");
   const double diff = (got - want).abs().max().item<double>();
-  GB_CHECK(diff <= 1e-4, Internal, "the exported TorchScript differs from the model by " << diff << " on a random batch",
+  GB_CHECK(diff <= 1e-4, Internal,
+           "the exported TorchScript differs from the model by " << diff << " on a random batch",
            "report this as a glassbox bug");
   return diff;
 }
 
-void export_torchscript(nn::Model& model, const nn::ModelContract& contract, const fs::path& out, const ExportRequest& r,
-                        ExportResult& res) {
-  const ExportGraph g = lower_model(*model.module(), contract.architecture.empty() ? model.name() : contract.architecture);
+void export_torchscript(nn::Model& model, const nn::ModelContract& contract, const fs::path& out,
+                        const ExportRequest& r, ExportResult& res) {
+  const ExportGraph g =
+      lower_model(*model.module(), contract.architecture.empty() ? model.name() : contract.architecture);
   const torch::jit::Module jm = to_torchscript(g, *model.module());
   save_torchscript(jm, out, {{"contract.json", nn::contract_to_json(contract)}});
   if (r.verify) res.max_abs_difference = verify_torchscript(model, contract, out);
@@ -87,7 +91,8 @@ void export_torchscript(nn::Model& model, const nn::ModelContract& contract, con
 }
 
 void export_onnx(nn::Model& model, const nn::ModelContract& contract, const fs::path& out, ExportResult& res) {
-  const ExportGraph g = lower_model(*model.module(), contract.architecture.empty() ? model.name() : contract.architecture);
+  const ExportGraph g =
+      lower_model(*model.module(), contract.architecture.empty() ? model.name() : contract.architecture);
   OnnxOptions o;
   o.input_shape = contract.input_shape;
   o.output_shape = {contract.num_classes};
@@ -96,10 +101,12 @@ void export_onnx(nn::Model& model, const nn::ModelContract& contract, const fs::
   o.producer_version = kGlassboxVersion;
   const std::string bytes = to_onnx(g, *model.module(), o);
   onnx::ModelProto proto;
-  GB_CHECK(proto.ParseFromString(bytes), Internal, "the ONNX writer produced an unreadable model", "report this as a glassbox bug");
+  GB_CHECK(proto.ParseFromString(bytes), Internal, "the ONNX writer produced an unreadable model",
+           "report this as a glassbox bug");
   try {
     onnx::checker::check_model(proto);
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(true, 1, false));
+    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(true, 1, false));
   } catch (const std::exception& e) {
     GB_THROW(Internal, "the exported ONNX graph fails the ONNX checker: " << e.what(), "report this as a glassbox bug");
   }
@@ -126,7 +133,8 @@ void export_weights(nn::Model& model, const fs::path& out, bool trainable_only, 
       owners.insert(dot == std::string::npos ? std::string() : p.key().substr(0, dot));
       res.parameters += p.value().numel();
     }
-    GB_CHECK(!trainable.empty(), FailedPrecondition, "every parameter is frozen: a trainable-only export would be empty",
+    GB_CHECK(!trainable.empty(), FailedPrecondition,
+             "every parameter is frozen: a trainable-only export would be empty",
              "export without --trainable-only, or freeze fewer layers (trainer.freeze)");
     for (const auto& b : m.named_buffers()) {
       const auto dot = b.key().rfind('.');
@@ -135,7 +143,8 @@ void export_weights(nn::Model& model, const fs::path& out, bool trainable_only, 
     for (const auto& t : all)
       if (trainable.contains(t.first)) kept.push_back(t);
   }
-  std::map<std::string, std::string> meta{{"format", "pt"}, {"glassbox_trainable_only", trainable_only ? "true" : "false"}};
+  std::map<std::string, std::string> meta{{"format", "pt"},
+                                          {"glassbox_trainable_only", trainable_only ? "true" : "false"}};
   res.full_bytes = encode_safetensors(all, meta).size();
   save_safetensors(out, kept, meta);
   res.artefacts.push_back(artefact("weights", out));
@@ -198,9 +207,9 @@ ExportResult export_model(nn::Model& model, const nn::ModelContract& contract, c
       for (const auto& f : written.files) {
         const std::string file = f.path.filename().string();
         const std::string kind = file == "model.pt" || f.path.extension() == ".pt" ? "torchscript"
-                                 : file == "config.pbtxt"                        ? "config"
-                                 : file == "labels.txt"                          ? "labels"
-                                                                                 : "contract";
+                                 : file == "config.pbtxt"                          ? "config"
+                                 : file == "labels.txt"                            ? "labels"
+                                                                                   : "contract";
         res.artefacts.push_back({kind, f.path, f.bytes});
       }
     } catch (...) {
@@ -211,7 +220,8 @@ ExportResult export_model(nn::Model& model, const nn::ModelContract& contract, c
     std::error_code ec;
     fs::remove(staged, ec);
   } else {
-    GB_THROW(InvalidArgument, "unknown export format \"" << r.format << "\"", "use torchscript, onnx, repository or weights");
+    GB_THROW(InvalidArgument, "unknown export format \"" << r.format << "\"",
+             "use torchscript, onnx, repository or weights");
   }
   return res;
 }

@@ -29,11 +29,11 @@ namespace glassbox::exporter {
 struct ExportRequest {
   std::string format = "torchscript";  // torchscript | onnx | repository | weights
   std::filesystem::path out;
-  std::string name;                    // repository model name; empty: the contract's name
-  std::int64_t version = 1;            // repository version
-  ModelConfigOptions repository;       // config.pbtxt: batching, instance groups, versions
-  bool trainable_only = false;         // weights only
-  bool verify = true;                  // reload the export and compare it with the model on a random batch
+  std::string name;               // repository model name; empty: the contract's name
+  std::int64_t version = 1;       // repository version
+  ModelConfigOptions repository;  // config.pbtxt: batching, instance groups, versions
+  bool trainable_only = false;    // weights only
+  bool verify = true;             // reload the export and compare it with the model on a random batch
 };
 
 struct Artefact {
@@ -44,10 +44,10 @@ struct Artefact {
 
 struct ExportResult {
   std::vector<Artefact> artefacts;
-  std::int64_t parameters = 0;       // parameters in the file (all, or trainable only)
-  std::int64_t all_parameters = 0;   // parameters of the model
-  std::uintmax_t full_bytes = 0;     // weights only: the size with every tensor, for comparison
-  double max_abs_difference = -1;    // verification (TorchScript reloaded with torch::jit::load); -1: not run
+  std::int64_t parameters = 0;      // parameters in the file (all, or trainable only)
+  std::int64_t all_parameters = 0;  // parameters of the model
+  std::uintmax_t full_bytes = 0;    // weights only: the size with every tensor, for comparison
+  double max_abs_difference = -1;   // verification (TorchScript reloaded with torch::jit::load); -1: not run
 };
 
 ExportResult export_model(nn::Model& model, const nn::ModelContract& contract, const ExportRequest& request);

@@ -37,16 +37,17 @@ std::string expression(const Node& n) {
     case OpKind::kCall: return "getattr(self, \"" + n.child + "\").forward(" + x + ")";
     case OpKind::kLinear: return "torch.linear(" + x + ", " + attr(n.weight) + ", " + attr(n.bias) + ")";
     case OpKind::kConv2d:
-      return "torch.conv2d(" + x + ", " + attr(n.weight) + ", " + attr(n.bias) + ", " + ints(n.stride) + ", " + ints(n.padding) + ", " +
-             ints(n.dilation) + ", " + std::to_string(n.groups) + ")";
+      return "torch.conv2d(" + x + ", " + attr(n.weight) + ", " + attr(n.bias) + ", " + ints(n.stride) + ", " +
+             ints(n.padding) + ", " + ints(n.dilation) + ", " + std::to_string(n.groups) + ")";
     case OpKind::kBatchNorm:
-      return "torch.batch_norm(" + x + ", " + attr(n.weight) + ", " + attr(n.bias) + ", " + attr(n.running_mean) + ", " +
-             attr(n.running_var) + ", False, 0.0, " + num(n.eps) + ", True)";
+      return "torch.batch_norm(" + x + ", " + attr(n.weight) + ", " + attr(n.bias) + ", " + attr(n.running_mean) +
+             ", " + attr(n.running_var) + ", False, 0.0, " + num(n.eps) + ", True)";
     case OpKind::kLayerNorm:
-      return "torch.layer_norm(" + x + ", " + ints(n.shape) + ", " + attr(n.weight) + ", " + attr(n.bias) + ", " + num(n.eps) + ", True)";
+      return "torch.layer_norm(" + x + ", " + ints(n.shape) + ", " + attr(n.weight) + ", " + attr(n.bias) + ", " +
+             num(n.eps) + ", True)";
     case OpKind::kGroupNorm:
-      return "torch.group_norm(" + x + ", " + std::to_string(n.groups) + ", " + attr(n.weight) + ", " + attr(n.bias) + ", " + num(n.eps) +
-             ", True)";
+      return "torch.group_norm(" + x + ", " + std::to_string(n.groups) + ", " + attr(n.weight) + ", " + attr(n.bias) +
+             ", " + num(n.eps) + ", True)";
     case OpKind::kRelu: return "torch.relu(" + x + ")";
     case OpKind::kGelu: return "torch.gelu(" + x + ", approximate=\"" + n.approximate + "\")";
     case OpKind::kTanh: return "torch.tanh(" + x + ")";
@@ -55,13 +56,14 @@ std::string expression(const Node& n) {
     case OpKind::kLeakyRelu: return "torch.leaky_relu(" + x + ", " + num(n.alpha) + ")";
     case OpKind::kElu: return "torch.elu(" + x + ", " + num(n.alpha) + ", 1.0, 1.0)";
     case OpKind::kMaxPool2d:
-      return "torch.max_pool2d(" + x + ", " + ints(n.kernel) + ", " + ints(n.stride) + ", " + ints(n.padding) + ", " + ints(n.dilation) +
-             ", " + (n.ceil_mode ? "True" : "False") + ")";
+      return "torch.max_pool2d(" + x + ", " + ints(n.kernel) + ", " + ints(n.stride) + ", " + ints(n.padding) + ", " +
+             ints(n.dilation) + ", " + (n.ceil_mode ? "True" : "False") + ")";
     case OpKind::kAvgPool2d:
       return "torch.avg_pool2d(" + x + ", " + ints(n.kernel) + ", " + ints(n.stride) + ", " + ints(n.padding) + ", " +
              (n.ceil_mode ? "True" : "False") + ", " + (n.count_include_pad ? "True" : "False") + ", None)";
     case OpKind::kAdaptiveAvgPool2d: return "torch.adaptive_avg_pool2d(" + x + ", " + ints(n.shape) + ")";
-    case OpKind::kFlatten: return "torch.flatten(" + x + ", " + std::to_string(n.dim) + ", " + std::to_string(n.end_dim) + ")";
+    case OpKind::kFlatten:
+      return "torch.flatten(" + x + ", " + std::to_string(n.dim) + ", " + std::to_string(n.end_dim) + ")";
     case OpKind::kAdd: return x + " + " + value(n.inputs.at(1));
     case OpKind::kSoftmax: return "torch.softmax(" + x + ", " + std::to_string(n.dim) + ")";
     case OpKind::kLogSoftmax: return "torch.log_softmax(" + x + ", " + std::to_string(n.dim) + ")";
@@ -76,7 +78,9 @@ std::string forward_source(const ModuleGraph& g) {
   return s;
 }
 
-std::string join(const std::string& path, const std::string& child) { return path.empty() ? child : path + "." + child; }
+std::string join(const std::string& path, const std::string& child) {
+  return path.empty() ? child : path + "." + child;
+}
 
 torch::jit::Module build(const ExportGraph& graph, const std::string& path, const torch::nn::Module& module,
                          const std::shared_ptr<torch::jit::CompilationUnit>& cu) {
@@ -89,7 +93,8 @@ torch::jit::Module build(const ExportGraph& graph, const std::string& path, cons
     t.set_requires_grad(p.value().requires_grad());
     jm.register_parameter(p.key(), t, /*is_buffer=*/false);
   }
-  for (const auto& b : module.named_buffers(/*recurse=*/false)) jm.register_buffer(b.key(), b.value().detach().to(torch::kCPU).clone());
+  for (const auto& b : module.named_buffers(/*recurse=*/false))
+    jm.register_buffer(b.key(), b.value().detach().to(torch::kCPU).clone());
   const auto children = module.named_children();
   for (const auto& c : children) {
     const std::string child_path = join(path, c.key());
@@ -98,8 +103,10 @@ torch::jit::Module build(const ExportGraph& graph, const std::string& path, cons
   try {
     jm.define(forward_source(g));
   } catch (const std::exception& e) {
-    GB_THROW(Internal, "TorchScript rejected the generated forward of " << (path.empty() ? "the model" : path) << ": " << e.what(),
-             "report this as a glassbox bug");
+    GB_THROW(
+        Internal,
+        "TorchScript rejected the generated forward of " << (path.empty() ? "the model" : path) << ": " << e.what(),
+        "report this as a glassbox bug");
   }
   return jm;
 }
@@ -115,7 +122,8 @@ torch::jit::Module to_torchscript(const ExportGraph& graph, const torch::nn::Mod
 
 std::string torchscript_source(const ExportGraph& graph) {
   std::string out;
-  for (const auto& [path, g] : graph.modules) out += "# " + (path.empty() ? std::string("(root)") : path) + ": " + g.type_name + "\n" + forward_source(g) + "\n";
+  for (const auto& [path, g] : graph.modules)
+    out += "# " + (path.empty() ? std::string("(root)") : path) + ": " + g.type_name + "\n" + forward_source(g) + "\n";
   return out;
 }
 

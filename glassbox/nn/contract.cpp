@@ -29,23 +29,29 @@ void ModelContract::visit(FieldVisitor& v) {
     s.field("scale", scale, "raw value multiplier before mean/std (1/255 for uint8 pixels)");
     s.field("mean", mean, "per-channel mean subtracted after scaling");
     s.field("std", std, "per-channel standard deviation divided by");
-    s.choice("channel_order", channel_order, {"gray", "RGB", "BGR", "none"}, "channel order the model was trained with");
+    s.choice("channel_order", channel_order, {"gray", "RGB", "BGR", "none"},
+             "channel order the model was trained with");
   });
   v.field("labels", labels, "class names in index order");
 }
 
 void ModelContract::validate() const {
-  GB_CHECK(format == "glassbox-contract", InvalidArgument, "contract format is \"" << format << "\", not \"glassbox-contract\"",
+  GB_CHECK(format == "glassbox-contract", InvalidArgument,
+           "contract format is \"" << format << "\", not \"glassbox-contract\"",
            "set \"format\": \"glassbox-contract\"");
   GB_CHECK(version == 1, InvalidArgument, "contract version " << version << " is not supported", "use version 1");
-  GB_CHECK(!input_shape.empty(), InvalidArgument, "contract input.shape is empty", "give one sample's shape, e.g. [3, 224, 224]");
+  GB_CHECK(!input_shape.empty(), InvalidArgument, "contract input.shape is empty",
+           "give one sample's shape, e.g. [3, 224, 224]");
   for (auto d : input_shape)
-    GB_CHECK(d > 0, InvalidArgument, "contract input.shape has a non-positive dimension " << d, "give positive sizes, e.g. [3, 224, 224]");
+    GB_CHECK(d > 0, InvalidArgument, "contract input.shape has a non-positive dimension " << d,
+             "give positive sizes, e.g. [3, 224, 224]");
   if (layout == "NCHW") {
     GB_CHECK(input_shape.size() == 3, InvalidArgument,
-             "contract input.layout NCHW needs a shape [C, H, W], got rank " << input_shape.size(), "use layout \"NC\" for feature vectors");
+             "contract input.layout NCHW needs a shape [C, H, W], got rank " << input_shape.size(),
+             "use layout \"NC\" for feature vectors");
   } else {
-    GB_CHECK(input_shape.size() == 1, InvalidArgument, "contract input.layout NC needs a shape [F], got rank " << input_shape.size(),
+    GB_CHECK(input_shape.size() == 1, InvalidArgument,
+             "contract input.layout NC needs a shape [F], got rank " << input_shape.size(),
              "use layout \"NCHW\" for images");
   }
   const std::int64_t channels = input_shape[0];
@@ -56,15 +62,20 @@ void ModelContract::validate() const {
              "give one value per channel, or one for all");
   }
   for (double s : std)
-    GB_CHECK(std::isfinite(s) && s > 0, InvalidArgument, "contract preprocessing.std holds " << s, "standard deviations must be positive");
-  GB_CHECK(std::isfinite(scale) && scale > 0, InvalidArgument, "contract preprocessing.scale is " << scale, "use 1 or 1/255");
+    GB_CHECK(std::isfinite(s) && s > 0, InvalidArgument, "contract preprocessing.std holds " << s,
+             "standard deviations must be positive");
+  GB_CHECK(std::isfinite(scale) && scale > 0, InvalidArgument, "contract preprocessing.scale is " << scale,
+           "use 1 or 1/255");
   GB_CHECK(num_classes > 0, InvalidArgument, "contract output.num_classes is " << num_classes, "give the output width");
   GB_CHECK(labels.empty() || static_cast<std::int64_t>(labels.size()) == num_classes, InvalidArgument,
-           "contract has " << labels.size() << " labels for " << num_classes << " classes", "give one label per class, or none");
+           "contract has " << labels.size() << " labels for " << num_classes << " classes",
+           "give one label per class, or none");
   if (layout == "NCHW") {
     const bool colour = channel_order == "RGB" || channel_order == "BGR";
-    GB_CHECK(channel_order != "none", InvalidArgument, "contract channel_order \"none\" for an image input", "use gray, RGB or BGR");
-    GB_CHECK(!colour || channels == 3, InvalidArgument, "contract channel_order " << channel_order << " with " << channels << " channels",
+    GB_CHECK(channel_order != "none", InvalidArgument, "contract channel_order \"none\" for an image input",
+             "use gray, RGB or BGR");
+    GB_CHECK(!colour || channels == 3, InvalidArgument,
+             "contract channel_order " << channel_order << " with " << channels << " channels",
              "use gray for 1 channel, RGB or BGR for 3");
     GB_CHECK(colour || channels == 1, InvalidArgument, "contract channel_order gray with " << channels << " channels",
              "use RGB or BGR for 3 channels");
