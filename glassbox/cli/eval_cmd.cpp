@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "glassbox/cli/commands.h"
+#include "glassbox/cli/explain_run.h"
 #include "glassbox/train/evaluate.h"
 
 namespace glassbox::cli {
@@ -13,10 +14,12 @@ void add_eval(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto out = std::make_shared<std::string>();
   auto groups = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("eval", "Metrics of a checkpoint on a split: per-class table, calibration, PR/ROC, fairness");
-  cmd->add_option("--checkpoint", o->checkpoint, "checkpoint directory, e.g. runs/quickstart/checkpoints/last.ckpt")->required();
+  auto script = std::make_shared<ScriptArgs>();
+  CLI::App* cmd = app.add_subcommand("eval", "Metrics of a checkpoint or a TorchScript model on a split: per-class table, calibration, PR/ROC, fairness");
+  cmd->add_option("--checkpoint", o->checkpoint, "checkpoint directory, e.g. runs/quickstart/checkpoints/last.ckpt");
+  add_script_options(*cmd, script);
   cmd->add_option("--split", o->split, "test | val | train")->check(CLI::IsMember({"test", "val", "train"}));
-  cmd->add_option("--out", *out, "output directory (default: RUN_DIR/eval)");
+  cmd->add_option("--out", *out, "output directory (default: RUN_DIR/eval; with --model: MODEL_DIR/eval)");
   cmd->add_flag("--json", *json, "print metrics.json instead of the table");
   cmd->add_option("--device", o->device, "cpu | cuda | cuda:N | auto");
   cmd->add_option("--batch-size", o->batch_size, "inference batch size")->check(CLI::PositiveNumber);
@@ -30,9 +33,12 @@ void add_eval(CLI::App& app) {
       "Writes metrics.json, predictions.csv and predictions.npy (index,label,predicted,p_0..p_K-1).\n"
       "Examples:\n"
       "  glassbox eval --checkpoint runs/quickstart/checkpoints/last.ckpt\n"
-      "  glassbox eval --checkpoint runs/adult/checkpoints/last.ckpt --group-column sex --positive-class 1 --privileged 1");
-  cmd->callback([o, json, out, groups] {
+      "  glassbox eval --checkpoint runs/adult/checkpoints/last.ckpt --group-column sex --positive-class 1 --privileged 1\n"
+      "  glassbox eval --model resnet.pt                  # TorchScript + resnet.json beside it, on Fashion-MNIST (docs/import.md)\n"
+      "  glassbox eval --model net.pt configs/my_data.toml --input-shape 3,32,32 --mean 0.5 --std 0.25 --labels labels.txt");
+  cmd->callback([o, json, out, groups, script] {
     o->out_dir = *out;
+    o->script = script_source(*script, o->checkpoint);
     o->groups_file = *groups;
     const nlohmann::json j = train::evaluate_checkpoint(*o);
     if (*json) {

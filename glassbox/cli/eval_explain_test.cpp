@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <sstream>
 
+#include <torch/torch.h>
+
 #include "glassbox/base/files.h"
 #include "glassbox/base/png.h"
+#include "glassbox/data/npy.h"
 #include "glassbox/testing/testing.h"
 
 namespace glassbox {
@@ -146,6 +149,105 @@ TEST(Explain, WritesHeatMapsOfWrongAndRightPredictions) {
   auto [rc3, out3] = testing::run_command(gb() + " explain --checkpoint " + ckpt + " --samples 10000");
   EXPECT_EQ(rc3, 2) << out3;
   EXPECT_NE(out3.find("sample 10000 is outside the test split (0..9999)"), std::string::npos) << out3;
+}
+
+// Acceptance (issue 5, point 2): a TorchScript model created in Python — torchvision's resnet18
+// for 28x28 gray images, random backbone, scripted and saved with torch.jit.save, with its
+// model.json — is evaluated and explained by glassbox. Python torch's own predictions on every
+// test image and pytorch-grad-cam's maps are the reference.
+TEST(ImportedModel, PythonScriptedResNetIsEvaluatedAndExplained) {
+  const fs::path dir = testing::temp_dir("cli_import") / "py";
+  const auto py = nlohmann::json::parse(testing::run_python("tests/reference/make_script_model.py",
+                                                            {"--out", dir.string(), "--arch", "resnet18", "--first", "4", "--accuracy"}));
+  const std::string model = (dir / "model.pt").string();
+
+  // eval: the whole test split, with the sidecar's preprocessing, to the default MODEL_DIR/eval.
+  auto [rc, out] = testing::run_command(gb() + " eval --model " + model);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("(model " + model + ")"), std::string::npos) << out;
+  const auto m = nlohmann::json::parse(read_file(dir / "eval" / "metrics.json"));
+  EXPECT_EQ(m["num_samples"].get<int>(), 10000);
+  EXPECT_EQ(m["model_file"], model);
+  EXPECT_EQ(m["contract"], (dir / "model.json").string());
+  EXPECT_EQ(m["per_class"][9]["name"], "Ankle boot");  // the contract's labels
+  std::printf("imported resnet18: glassbox accuracy %.4f, Python torch %.4f\n", m["accuracy"].get<double>(), py["accuracy"].get<double>());
+  EXPECT_DOUBLE_EQ(m["accuracy"].get<double>(), py["accuracy"].get<double>());
+  EXPECT_GT(py["accuracy"].get<double>(), 0.3);  // a model that predicts, not one constant class
+  // Every prediction, in file order, equals Python's.
+  const at::Tensor table = data::read_npy(dir / "eval" / "predictions.npy");  // index, label, predicted, p...
+  const at::Tensor ref = data::read_npy(dir / "predictions.npy");
+  ASSERT_EQ(table.size(0), ref.size(0));
+  EXPECT_TRUE(torch::equal(table.select(1, 0).to(torch::kLong), torch::arange(10000, torch::kLong)));
+  const std::int64_t differ = (table.select(1, 2).to(torch::kLong) != ref.to(torch::kLong)).sum().item<std::int64_t>();
+  EXPECT_EQ(differ, 0);
+
+  // explain: Grad-CAM at layer4 of the scripted model, against pytorch-grad-cam on the eager model.
+  auto [rc2, out2] = testing::run_command(gb() + " explain --model " + model + " --layer layer4 --samples 0,1,2,3");
+  ASSERT_EQ(rc2, 0) << out2;
+  const auto index = nlohmann::json::parse(read_file(dir / "explain" / "index.json"));
+  EXPECT_EQ(index["method"], "gradcam");
+  EXPECT_EQ(index["layer"], "layer4.1");  // layer4's output: its last block
+  ASSERT_EQ(index["items"].size(), 4u);
+  std::vector<std::int64_t> targets;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const auto& it = index["items"][i];
+    EXPECT_EQ(it["predicted"], py["first_predictions"][i]);
+    EXPECT_EQ(it["label"], py["first_labels"][i]);
+    targets.push_back(it["target_class"].get<std::int64_t>());
+    const DecodedPng png = decode_png(read_file(dir / "explain" / it["heatmap"].get<std::string>()));
+    EXPECT_EQ(png.width, 28);
+    EXPECT_EQ(png.height, 28);
+    EXPECT_TRUE(fs::exists(dir / "explain" / it["overlay"].get<std::string>()));
+  }
+  data::write_npy(dir / "targets.npy", torch::tensor(targets, torch::kLong));
+  testing::run_python("tests/reference/gradcam_ref.py",
+                      {"--arch", "resnet18", "--model-json", (dir / "model_spec.json").string(), "--weights", (dir / "model.safetensors").string(),
+                       "--inputs", (dir / "first_inputs.npy").string(), "--targets", (dir / "targets.npy").string(), "--method", "gradcam",
+                       "--layer", "layer4", "--out", (dir / "cams.npy").string()});
+  const at::Tensor maps = data::read_npy(dir / "explain" / "maps.npy");
+  const at::Tensor cams = data::read_npy(dir / "cams.npy");
+  ASSERT_EQ(maps.sizes(), cams.sizes());
+  const double diff = (maps - cams).abs().max().item<double>();
+  std::printf("imported resnet18 layer4: max |glassbox explain - pytorch-grad-cam| = %.3g\n", diff);
+  EXPECT_LT(diff, 1e-4);
+  EXPECT_GT(maps.max().item<double>(), 0.9);
+
+  // Without a sidecar: flags describe the model (the same preprocessing: the same predictions).
+  const fs::path bare = dir.parent_path() / "bare";
+  fs::create_directories(bare);
+  fs::copy_file(dir / "model.pt", bare / "net.pt");
+  const std::string net = (bare / "net.pt").string();
+  auto [rc3, out3] = testing::run_command(gb() + " explain --model " + net + " --samples 0,1,2,3");
+  EXPECT_EQ(rc3, 2) << out3;
+  EXPECT_NE(out3.find("no contract for " + net + " (no net.json beside it, no --contract, no --input-shape)"), std::string::npos) << out3;
+  auto [rc4, out4] = testing::run_command(gb() + " explain --model " + net + " --input-shape 1,28,28 --mean 0.286 --std 0.353 --samples 0,1,2,3 --json");
+  ASSERT_EQ(rc4, 0) << out4;
+  const auto idx4 = nlohmann::json::parse(read_file(bare / "explain" / "index.json"));
+  EXPECT_EQ(idx4["contract"], "flags");
+  EXPECT_EQ(idx4["layer"], "layer4.1");  // the default: the last block that is not a pooling layer
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(idx4["items"][i]["predicted"], py["first_predictions"][i]);
+  EXPECT_EQ(idx4["items"][0]["label_name"], "Ankle boot");  // no labels given: the data's class names
+
+  // One-line user errors.
+  write_file_atomic(bare / "junk.pt", "not a TorchScript file");
+  const std::pair<std::string, std::string> cases[] = {
+      {" eval --model " + model + " --checkpoint " + bare.string(), "--checkpoint and --model are mutually exclusive"},
+      {" eval", "no model given (hint: pass --checkpoint"},
+      {" eval --model " + model + " --input-shape 1,32,32",
+       "the model expects inputs of shape [1, 32, 32] (" + (dir / "model.json").string() + " + flags), the data's samples have shape [1, 28, 28]"},
+      {" explain --model " + model + " --input-shape 3,28,28 --mean 0.5,0.4,0.3 --std 0.2,0.2,0.2",
+       "the model expects inputs of shape [3, 28, 28] (" + (dir / "model.json").string() + " + flags), the data's samples have shape [1, 28, 28]"},
+      {" explain --model " + (bare / "junk.pt").string() + " --input-shape 1,28,28", "junk.pt is not a TorchScript file"},
+      {" explain --model " + (bare / "none.pt").string(), "no TorchScript file at"},
+      {" eval --model " + model + " --labels " + (bare / "junk.pt").string(), "contract has 1 labels for 10 classes"},
+  };
+  for (const auto& [args, expect] : cases) {
+    auto [rc5, out5] = testing::run_command(gb() + args);
+    EXPECT_EQ(rc5, 2) << args << "\n" << out5;
+    EXPECT_NE(out5.find(expect), std::string::npos) << args << "\n" << out5;
+    const std::string err = out5.substr(std::min(out5.size(), out5.find("error:")));
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << out5;
+  }
 }
 
 // Acceptance: quickstart ends with the report in its run directory (a short quickstart here).

@@ -1,27 +1,43 @@
 // `glassbox explain` as a call, shared with quickstart: class activation maps of a checkpoint's
-// predictions on chosen samples of a split, written as PNGs with an index.
+// (or a TorchScript file's) predictions on chosen samples of a split, written as PNGs with an index.
 //
 //   ExplainRequest r; r.checkpoint = "runs/cnn/checkpoints/last.ckpt"; r.misclassified = 8;
 //   nlohmann::json index = explain_checkpoint(r);   // also <run>/explain/index.json
 //
+//   ExplainRequest t; t.script.model = "resnet.pt"; t.script.data = cfg.data; t.layer = "layer4";
+//   explain_checkpoint(t);                          // <dir of resnet.pt>/explain/index.json
+//
 // Samples: `samples` (positions in the split) plus the first `misclassified` wrong and the first
 // `correct` right predictions. target_class: a class name or index to explain instead of each
 // prediction. method empty: gradcam for models with convolutional stages, saliency otherwise.
-// Files in out_dir (default <run>/explain): sample-<i>-heatmap.png (JET), sample-<i>-overlay.png,
-// index.json {"method","layer","split","items":[{"index","file_index","label","label_name",
-// "predicted","predicted_name","target_class","probability","correct","heatmap","overlay"}]}.
+// A TorchScript model (script.model set; train/inference.h, docs/import.md) is split into
+// stages by nn::ScriptModel; when its forward is not a chain the maps are saliency maps and
+// index.json's "note" says why.
+// Files in out_dir (default <run>/explain, for a TorchScript file <its folder>/explain):
+// sample-<i>-heatmap.png (JET), sample-<i>-overlay.png, maps.npy (float32 [N, H, W], the maps in
+// [0, 1] in the order of "items"), index.json {"method","layer","split","maps","items":[{"index",
+// "file_index","label","label_name","predicted","predicted_name","target_class","probability",
+// "correct","heatmap","overlay"}]}.
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "glassbox/train/inference.h"
+
+namespace CLI {
+class App;
+}
+
 namespace glassbox::cli {
 
 struct ExplainRequest {
   std::filesystem::path checkpoint;
+  train::ScriptSource script;  // script.model: a TorchScript file instead of a checkpoint
   std::string split = "test";
   std::vector<std::int64_t> samples;
   std::int64_t misclassified = 0;
@@ -34,5 +50,20 @@ struct ExplainRequest {
 };
 
 nlohmann::json explain_checkpoint(const ExplainRequest& request);
+
+// The flags `glassbox eval` and `glassbox explain` share for a TorchScript model: --model,
+// --contract, CONFIG (the [data] section; default: the built-in quickstart config), --set, and the
+// contract flags (--input-shape, --mean, --std, --scale, --labels, --num-classes, --output-kind,
+// --channel-order).
+struct ScriptArgs {
+  std::string model, contract, config;
+  std::vector<std::string> sets;
+  train::ContractFlags flags;
+  std::string labels;
+};
+void add_script_options(CLI::App& cmd, const std::shared_ptr<ScriptArgs>& args);
+// The TorchScript source the flags describe (empty model when --model is absent). InvalidArgument
+// for --checkpoint with --model, neither of them, or model-only flags with --checkpoint.
+train::ScriptSource script_source(const ScriptArgs& args, const std::filesystem::path& checkpoint);
 
 }  // namespace glassbox::cli

@@ -138,13 +138,14 @@ std::vector<std::string> cam_layers(nn::Model& model) {
 
 std::string default_cam_layer(nn::Model& model) {
   // The last feature map that is not just a pooled copy of the one before (the cnn's last
-  // conv-norm-ReLU block rather than its max-pool; resnet18's layer4.1).
+  // conv-norm-ReLU block rather than its max-pool; resnet18's layer4.1, not a scripted
+  // torchvision resnet's avgpool).
   std::string last, last_any;
   for (const auto& s : model.stages()) {
     if (!s.spatial) continue;
     last_any = s.name;
     const std::string leaf = s.name.substr(s.name.rfind('.') + 1);
-    if (leaf.rfind("pool", 0) != 0 && leaf != "maxpool") last = s.name;
+    if (leaf.find("pool") == std::string::npos) last = s.name;  // pool0, maxpool, avgpool (a TorchScript model's 1x1 map)
   }
   return last.empty() ? last_any : last;
 }

@@ -53,7 +53,8 @@ struct CamResult {
 // Names a --layer accepts: every stage with a feature-map output, and the containers of stages.
 std::vector<std::string> cam_layers(nn::Model& model);
 // The last convolutional block: the last stage with a feature-map output that is not a pooling
-// layer ("features.relu1_1" of the cnn, "layer4.1" of resnet18); "" when there is none.
+// layer (no "pool" in its last name: "features.relu1_1" of the cnn, "layer4.1" of resnet18, also
+// of a scripted torchvision resnet18 whose avgpool keeps a 1x1 map); "" when there is none.
 std::string default_cam_layer(nn::Model& model);
 
 CamResult class_activation_maps(nn::Model& model, const at::Tensor& x, const std::vector<std::int64_t>& targets, const CamOptions& options);

@@ -151,7 +151,9 @@ std::int64_t parse_class(const std::string& s, const std::vector<std::string>& n
 
 nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
   GB_CHECK(o.bins >= 1, InvalidArgument, "--bins must be >= 1, got " << o.bins, "use 15");
-  LoadedModel m = load_checkpoint_for_inference(o.checkpoint, o.device);
+  GB_CHECK(o.checkpoint.empty() || o.script.model.empty(), InvalidArgument, "--checkpoint and --model are mutually exclusive",
+           "evaluate a glassbox checkpoint (--checkpoint) or a TorchScript file (--model), one at a time");
+  LoadedModel m = o.script.model.empty() ? load_checkpoint_for_inference(o.checkpoint, o.device) : load_script_for_inference(o.script, o.device);
   const auto ds = split_dataset(m, o.split);
   const at::Tensor probs = predict_probabilities(m, *ds, o.batch_size);
   at::Tensor labels = ds->all_targets();
@@ -167,8 +169,13 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
   const metrics::ClassificationReport rep = metrics::classification_report(in);
   nlohmann::json j = rep.to_json(names);
   j["split"] = o.split;
-  j["checkpoint"] = o.checkpoint.string();
-  j["global_step"] = m.global_step;
+  if (m.model_file.empty()) {
+    j["checkpoint"] = o.checkpoint.string();
+    j["global_step"] = m.global_step;
+  } else {
+    j["model_file"] = m.model_file.string();
+    j["contract"] = m.contract_source;
+  }
   j["model"] = m.config.model.name;
   j["calibration"] = metrics::calibration(probs, labels, o.bins).to_json();
   j["pr_curves"] = metrics::pr_curves_json(in);
@@ -229,8 +236,8 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
 
 std::string format_eval_summary(const nlohmann::json& j) {
   std::string s;
-  s += fmt::format("{} split: {} samples, {} classes (checkpoint {})\n", j.value("split", "?"), j.value("num_samples", 0), j.value("num_classes", 0),
-                   j.value("checkpoint", "?"));
+  s += fmt::format("{} split: {} samples, {} classes ({} {})\n", j.value("split", "?"), j.value("num_samples", 0), j.value("num_classes", 0),
+                   j.contains("model_file") ? "model" : "checkpoint", j.value("model_file", j.value("checkpoint", "?")));
   const auto& base = j["majority_baseline"];
   s += fmt::format("accuracy {:.4f}   balanced accuracy {:.4f}   majority-class baseline {:.4f} (class {} '{}')\n", j.value("accuracy", 0.0),
                    j.value("balanced_accuracy", 0.0), base.value("accuracy", 0.0), base.value("class", 0), base.value("name", ""));

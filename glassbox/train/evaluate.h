@@ -4,7 +4,14 @@
 //   EvalOptions o; o.checkpoint = "runs/quickstart/checkpoints/last.ckpt"; o.split = "test";
 //   nlohmann::json metrics = evaluate_checkpoint(o);   // also writes <out>/metrics.json
 //
-// Files (out_dir, default <run>/eval; each written atomically):
+//   EvalOptions t; t.script.model = "resnet.pt"; t.script.data = cfg.data;   // a TorchScript file
+//   evaluate_checkpoint(t);                             // <dir of resnet.pt>/eval/metrics.json
+//
+// A TorchScript model (script.model set, checkpoint empty; see train/inference.h and
+// docs/import.md) is evaluated on script.data with its contract's preprocessing; metrics.json then
+// names "model_file" and "contract" instead of "checkpoint".
+// Files (out_dir, default <run>/eval, for a TorchScript file <its folder>/eval; each written
+// atomically):
 //   metrics.json      everything below, with the split, checkpoint and class names
 //   predictions.csv   index,label,predicted,p_0..p_{K-1} (index: the sample's row in its data file)
 //   predictions.npy   float64 [N, 3 + K]: the same columns
@@ -26,10 +33,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "glassbox/train/inference.h"
+
 namespace glassbox::train {
 
 struct EvalOptions {
   std::filesystem::path checkpoint;
+  ScriptSource script;  // script.model: a TorchScript file instead of a checkpoint
   std::string split = "test";
   std::filesystem::path out_dir;  // empty: <run_dir>/eval
   std::string device = "cpu";

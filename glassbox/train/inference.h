@@ -1,14 +1,30 @@
-// A trained model back from its checkpoint, with the data it was trained on: what `glassbox
-// eval` and `glassbox explain` start from.
+// A trained model back from its checkpoint, with the data it was trained on — or a TorchScript
+// file saved by Python with its contract and a data configuration: what `glassbox eval` and
+// `glassbox explain` start from.
 //
 //   LoadedModel m = load_checkpoint_for_inference("runs/quickstart/checkpoints/last.ckpt", "cpu");
 //   at::Tensor probs = predict_probabilities(m, *m.data->test_dataset(), 512);   // [N, K] float64
+//
+//   ScriptSource s; s.model = "resnet.pt";          // contract: resnet.json beside it, or s.contract
+//   s.data = parse_run_config(text, "quickstart", {}).data;   // where the samples come from
+//   LoadedModel t = load_script_for_inference(s, "cpu");
 //
 // The checkpoint's state.json carries the run's configuration: the data module is set up from it
 // (same files, same validation split, same normalisation) and the model built from it, then the
 // weights are loaded (a checkpoint of another architecture is an error naming the tensors that do
 // not fit) and the model put in evaluation mode. run_dir is the run directory the checkpoint
 // lives in (<run>/checkpoints/<name>.ckpt), or the checkpoint's parent when it is elsewhere.
+// A TorchScript file (docs/import.md): the model is an nn::ScriptModel; its contract
+// (nn::ModelContract: the sidecar, the flags over it, or the flags alone) says what it expects.
+// The data come from `data` (a config's [data] section) with the contract's preprocessing in
+// place of the data's own normalisation: glassbox scales uint8 pixels to [0, 1] (IDX files and
+// uint8 .npy arrays; other inputs as they are), so the contract's
+//   input = (raw * scale - mean) / std
+// becomes data.mean = mean * s / scale, data.std = std * s / scale with s = 1/255 or 1 (no
+// mean/std: 0 and 1). The contract's labels become the class names, its num_classes the data's;
+// its input shape must equal the data's sample shape (an InvalidArgument naming both);
+// channel_order BGR reverses the channels of the (RGB) data before the model. run_dir is the
+// model file's folder.
 // Thread safety: one LoadedModel per thread.
 #pragma once
 
@@ -19,6 +35,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include "glassbox/nn/contract.h"
 #include "glassbox/nn/model.h"
 #include "glassbox/train/datamodule.h"
 #include "glassbox/train/run_config.h"
@@ -35,9 +52,44 @@ struct LoadedModel {
   c10::Device device = c10::Device(c10::kCPU);
   bool outputs_probabilities = false;  // the model ends in softmax (model.mlp.output = "softmax")
   std::int64_t global_step = 0;
+  // A TorchScript model (checkpoint empty): its file, contract and where the contract came from
+  // (the sidecar's path, with " + flags" when flags changed it, or "flags").
+  std::filesystem::path model_file;
+  nn::ModelContract contract;
+  std::string contract_source;
+
+  // What the model was loaded from: the checkpoint or the TorchScript file.
+  std::string source() const { return model_file.empty() ? checkpoint.string() : model_file.string(); }
 };
 
 LoadedModel load_checkpoint_for_inference(const std::filesystem::path& checkpoint, const std::string& device = "cpu");
+
+// A TorchScript model described without a sidecar, or fields of its sidecar replaced (the CLI's
+// --input-shape, --mean, --std, --scale, --labels, --num-classes, --output, --channel-order).
+struct ContractFlags {
+  std::vector<std::int64_t> input_shape;  // {C, H, W} or {F}
+  std::vector<double> mean, std;          // one value, or one per channel
+  double scale = 0;                       // 0: keep (no sidecar: 1/255 for images, 1 for features)
+  std::filesystem::path labels;           // class names, one per line
+  std::int64_t num_classes = 0;           // 0: keep (no sidecar: the labels' count, else the model's output width)
+  std::string output_kind;                // logits | probabilities ("": keep; no sidecar: logits)
+  std::string channel_order;              // gray | RGB | BGR ("": keep; no sidecar: gray for 1 channel, RGB for 3)
+  bool empty() const;
+};
+
+struct ScriptSource {
+  std::filesystem::path model;     // a torch.jit.save file
+  std::filesystem::path contract;  // empty: <model path without extension>.json when it exists
+  ContractFlags flags;
+  DataModuleOptions data;          // where the samples come from (a config's [data] section)
+};
+
+// The sidecar (source.contract, or the one beside the model) with the flags applied, or the
+// flags alone; validated. `model` answers num_classes when nothing else does (a probe with
+// zeros of the input shape). *origin (optional) receives where it came from.
+nn::ModelContract resolve_contract(const ScriptSource& source, nn::Model* model, std::string* origin = nullptr);
+
+LoadedModel load_script_for_inference(const ScriptSource& source, const std::string& device = "cpu");
 
 // The split by name: "test", "val" or "train" (an error names the ones that exist).
 std::shared_ptr<const data::Dataset> split_dataset(const LoadedModel& m, const std::string& split);
