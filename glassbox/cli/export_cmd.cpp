@@ -10,7 +10,6 @@
 
 #include "glassbox/base/error.h"
 #include "glassbox/cli/commands.h"
-#include "glassbox/data/npy.h"
 #include "glassbox/export/package.h"
 #include "glassbox/train/inference.h"
 
@@ -32,16 +31,14 @@ nn::ModelContract contract_for_checkpoint(const train::LoadedModel& m) {
   c.output_kind = m.outputs_probabilities ? "probabilities" : "logits";
   c.output_name = m.outputs_probabilities ? "probabilities" : "logits";
   // What the data module does to a raw sample: uint8 pixels are scaled to [0, 1] first.
-  const auto& src = m.config.data.source;
-  bool bytes = src.format == "mnist";
-  if (src.format == "npy") bytes = data::read_npy(fs::path(src.root) / src.train_x).scalar_type() == at::kByte;
-  c.scale = bytes ? 1.0 / 255.0 : 1.0;
+  c.scale = train::data_scale(m.config.data.source);
   c.mean = m.info.mean;
   c.std = m.info.std;
   if (c.layout == "NC") {
     c.channel_order = "none";
   } else {
-    c.channel_order = c.input_shape[0] == 3 ? "RGB" : "gray";
+    // glassbox's image data (IDX, npy) is read as it is stored; 3 channels are taken as RGB.
+    c.channel_order = c.input_shape[0] == 1 ? "gray" : c.input_shape[0] == 3 ? "RGB" : "none";
   }
   c.labels = m.info.class_names;
   if (static_cast<std::int64_t>(c.labels.size()) != c.num_classes) c.labels.clear();
@@ -152,7 +149,7 @@ void add_export(CLI::App& app) {
   cmd->add_option("--version", a->version, "repository: the version folder to write (replaces it atomically)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-batch-size", a->max_batch_size, "repository: config.pbtxt max_batch_size")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--max-queue-delay-us", a->max_queue_delay_us,
                   "repository: dynamic_batching max_queue_delay_microseconds");
   cmd->add_option("--instances", a->instances, "repository: instance_group count")->check(CLI::PositiveNumber);

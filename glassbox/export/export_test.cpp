@@ -59,7 +59,7 @@ nn::ModelContract contract_for(const nn::Model& m, const std::vector<std::int64_
   c.architecture = m.name();
   c.input_shape = shape;
   c.layout = shape.size() == 3 ? "NCHW" : "NC";
-  c.channel_order = shape.size() == 3 ? (shape[0] == 3 ? "RGB" : "gray") : "none";
+  c.channel_order = shape.size() != 3 ? "none" : shape[0] == 1 ? "gray" : shape[0] == 3 ? "RGB" : "none";
   c.num_classes = 10;
   c.scale = 1.0 / 255;
   c.mean = {0.286};
@@ -179,7 +179,8 @@ TEST(TorchScript, ReloadedModuleEqualsTheModelAndKeepsItsParameterNames) {
   }
 }
 
-TEST(TorchScript, EveryLayerKindMatchesLibTorchsForward) {
+// Every layer kind glassbox lowers, in one chain ([N, 3, 17, 17] -> [N, classes]).
+torch::nn::Sequential every_layer_kind(std::int64_t classes) {
   namespace tnn = torch::nn;
   tnn::Sequential seq;
   seq->push_back("conv", tnn::Conv2d(tnn::Conv2dOptions(3, 8, 3).stride(2).padding(1).groups(1)));
@@ -197,8 +198,41 @@ TEST(TorchScript, EveryLayerKindMatchesLibTorchsForward) {
   seq->push_back("leaky", tnn::LeakyReLU(tnn::LeakyReLUOptions().negative_slope(0.2)));
   seq->push_back("bn", tnn::BatchNorm1d(6));
   seq->push_back("tanh", tnn::Tanh());
-  seq->push_back("out", tnn::Linear(6, 4));
+  seq->push_back("out", tnn::Linear(6, classes));
   seq->push_back("sm", tnn::LogSoftmax(1));
+  return seq;
+}
+
+// Pooling whose last window overhangs the input (ceil_mode) with and without counting the
+// padding, non-affine normalisation ([N, 2, 9, 9] -> [N, classes]).
+torch::nn::Sequential pooling_edges(std::int64_t classes) {
+  namespace tnn = torch::nn;
+  tnn::Sequential seq;
+  seq->push_back("bn", tnn::BatchNorm2d(tnn::BatchNorm2dOptions(2).affine(false)));
+  seq->push_back("avg_incl", tnn::AvgPool2d(tnn::AvgPool2dOptions(3).stride(2).padding(1).ceil_mode(true)));
+  seq->push_back(
+      "avg_excl",
+      tnn::AvgPool2d(tnn::AvgPool2dOptions(2).stride(2).padding(1).ceil_mode(true).count_include_pad(false)));
+  seq->push_back("max", tnn::MaxPool2d(tnn::MaxPool2dOptions(2).stride(2).ceil_mode(true)));
+  seq->push_back("flat", tnn::Flatten());
+  seq->push_back("ln", tnn::LayerNorm(tnn::LayerNormOptions({8}).elementwise_affine(false)));
+  seq->push_back("out", tnn::Linear(8, classes));
+  return seq;
+}
+
+// Linear on a feature map (MatMul path), flatten of inner dims (Reshape path) ([N, 1, 8, 8]).
+torch::nn::Sequential shape_paths(std::int64_t classes) {
+  namespace tnn = torch::nn;
+  tnn::Sequential seq;
+  seq->push_back("rows", tnn::Linear(8, 5));
+  seq->push_back("inner", tnn::Flatten(tnn::FlattenOptions().start_dim(2)));
+  seq->push_back("flat", tnn::Flatten());
+  seq->push_back("out", tnn::Linear(tnn::LinearOptions(40, classes).bias(false)));
+  return seq;
+}
+
+TEST(TorchScript, EveryLayerKindMatchesLibTorchsForward) {
+  torch::nn::Sequential seq = every_layer_kind(4);
   seq->eval();
   torch::jit::Module jm = to_torchscript(lower_model(*seq.ptr(), "seq"), *seq.ptr());
   const at::Tensor x = torch::randn({3, 3, 17, 17});
@@ -271,11 +305,42 @@ TEST(Package, AFailedExportLeavesTheExistingFileIntact) {
   EXPECT_THROW(export_model(m, c, r), Error);
   EXPECT_EQ(read_file(dir / "model.pt"), "previous export");
   EXPECT_FALSE(fs::exists(dir / "model.json"));
-  r.format = "weights";
-  r.trainable_only = false;
-  r.format = "torchscript";
   r.trainable_only = true;
   EXPECT_THROW(export_model(m, c, r), Error);  // trainable-only needs the weights format
+}
+
+// Doubles its input; registered below with a wrong lowering (the identity).
+struct Doubler : torch::nn::Module {
+  at::Tensor forward(const at::Tensor& x) { return x * 2; }
+};
+
+TEST(Package, AnExportThatDiffersFromTheModelIsNeverWritten) {
+  register_lowering<Doubler>("Doubler", [](const torch::nn::Module&, GraphBuilder& b) { return b.input(); });
+  const fs::path dir = testing::temp_dir("verify");
+  write_file_atomic(dir / "model.pt", "previous export");
+  torch::nn::Sequential seq(torch::nn::Linear(4, 4), torch::nn::AnyModule(std::make_shared<Doubler>()));
+  nn::ModuleModel<torch::nn::Sequential> m("user", seq);
+  nn::ModelContract c;
+  c.input_shape = {4};
+  c.layout = "NC";
+  c.channel_order = "none";
+  c.num_classes = 4;
+  ExportRequest r;
+  r.out = dir / "model.pt";
+  try {
+    export_model(m, c, r);
+    FAIL() << "expected the verification to fail";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("differs from the model"), std::string::npos) << e.message();
+  }
+  EXPECT_EQ(read_file(dir / "model.pt"), "previous export");
+  EXPECT_FALSE(fs::exists(dir / "model.json"));
+  // The repository path verifies the same way and leaves no model behind.
+  r.format = "repository";
+  r.out = dir / "repo";
+  c.name = "user";
+  EXPECT_THROW(export_model(m, c, r), Error);
+  EXPECT_FALSE(fs::exists(dir / "repo" / "user"));
 }
 
 // ---- reference: Python torch.jit.load, onnx.checker(full_check), onnxruntime -------------------
@@ -285,7 +350,8 @@ struct RefCase {
   std::string arch;
   std::vector<std::int64_t> shape;
   std::function<void(nn::ModelOptions&)> tweak;
-  bool real = false;  // also on real Fashion-MNIST images
+  bool real = false;                                   // also on real Fashion-MNIST images
+  std::function<torch::nn::Sequential()> layers = {};  // a chain of layers instead of a zoo model
 };
 
 TEST(ExportReference, TorchScriptAndOnnxMatchPythonTorchAndOnnxRuntime) {
@@ -323,6 +389,9 @@ TEST(ExportReference, TorchScriptAndOnnxMatchPythonTorchAndOnnxRuntime) {
          o.resnet18.stem = "imagenet";
          o.resnet18.width = 16;
        }},
+      {"layers", "", {3, 17, 17}, {}, false, [] { return every_layer_kind(10); }},
+      {"pooling", "", {2, 9, 9}, {}, false, [] { return pooling_edges(10); }},
+      {"shapes", "", {1, 8, 8}, {}, false, [] { return shape_paths(10); }},
   };
   const fs::path root = testing::temp_dir("export_ref");
   // Real inputs: the first 7 Fashion-MNIST test images, normalised as the quickstart does.
@@ -330,7 +399,14 @@ TEST(ExportReference, TorchScriptAndOnnxMatchPythonTorchAndOnnxRuntime) {
   const at::Tensor real = ((images.to(torch::kFloat) / 255 - 0.286) / 0.353).unsqueeze(1);
   nlohmann::json manifest = nlohmann::json::array();
   for (const auto& c : cases) {
-    auto m = zoo(c.arch, c.shape, c.tweak);
+    std::unique_ptr<nn::Model> m;
+    if (c.layers) {
+      m = std::make_unique<nn::ModuleModel<torch::nn::Sequential>>(c.label, c.layers());
+      randomise(*m, 7);
+      m->module()->eval();
+    } else {
+      m = zoo(c.arch, c.shape, c.tweak);
+    }
     const fs::path dir = root / c.label;
     fs::create_directories(dir);
     const nn::ModelContract contract = contract_for(*m, c.shape);

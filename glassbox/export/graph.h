@@ -11,7 +11,7 @@
 // Softmax/LogSoftmax, Identity, Sequential, and the zoo (mlp, cnn, resnet18 and its BasicBlock).
 // A user's module type gets exported by registering a lowering:
 //
-//   register_lowering<MyBlockImpl>([](const torch::nn::Module& m, GraphBuilder& b) {
+//   register_lowering<MyBlockImpl>("MyBlock", [](const torch::nn::Module& m, GraphBuilder& b) {
 //     int y = b.call("conv", b.input());          // the child named "conv"
 //     return b.op(OpKind::kRelu, {b.add(y, b.input())});
 //   });

@@ -1,10 +1,12 @@
 #include "glassbox/export/onnx.h"
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <numbers>
 #include <set>
 
+#include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 #include <torch/torch.h>
 
@@ -26,6 +28,8 @@ class Emitter {
   }
 
   void set_rank(const std::string& value, std::int64_t rank) { rank_[value] = rank; }
+  // Graph input and output names no layer may take.
+  void reserve(const std::string& name) { used_.insert(name); }
 
   // Emits the module at `path` applied to the value `x`; returns its output value.
   std::string module(const std::string& path, const std::string& x) {
@@ -114,7 +118,12 @@ class Emitter {
     GB_CHECK(it != tensors_.end(), Internal, "ONNX export: no tensor " << full, "report this as a glassbox bug");
     return initializer(full, it->second);
   }
-  std::string scalar(float v) { return initializer("const_" + std::to_string(v), torch::tensor({v}).reshape({})); }
+  // A scalar constant, named after its exact bits (two constants equal to 6 digits stay apart).
+  std::string scalar(float v) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &v, sizeof bits);
+    return initializer(fmt::format("const_{}_{:08x}", v, bits), torch::tensor({v}).reshape({}));
+  }
   std::string int64s(const std::string& name, const std::vector<std::int64_t>& v) {
     return initializer(name, torch::tensor(v, torch::kInt64));
   }
@@ -316,7 +325,7 @@ std::string to_onnx(const ExportGraph& graph, const torch::nn::Module& module, c
   GB_CHECK(!options.input_shape.empty(), InvalidArgument, "ONNX export needs the input's sample shape",
            "give e.g. [1, 28, 28]");
   onnx::ModelProto model;
-  model.set_ir_version(onnx::IR_VERSION);
+  model.set_ir_version(8);  // ONNX 1.12's IR version, read by every runtime that has opset 17
   model.set_producer_name("glassbox");
   model.set_producer_version(options.producer_version);
   model.set_doc_string("exported by glassbox from its " + graph.name + " model");
@@ -327,6 +336,13 @@ std::string to_onnx(const ExportGraph& graph, const torch::nn::Module& module, c
   g->set_name(graph.name);
 
   Emitter e(graph, module, *g);
+  GB_CHECK(!options.input_name.empty() && !options.output_name.empty() && options.input_name != options.output_name,
+           InvalidArgument,
+           "ONNX input and output names must be distinct and non-empty, got \"" << options.input_name << "\" and \""
+                                                                                << options.output_name << "\"",
+           "name them e.g. input and logits in the contract");
+  e.reserve(options.input_name);
+  e.reserve(options.output_name);
   e.set_rank(options.input_name, static_cast<std::int64_t>(options.input_shape.size()) + 1);
   const std::string last = e.module("", options.input_name);
   // Name the result after the output: rename the value the last node produced, or pass the
@@ -340,6 +356,12 @@ std::string to_onnx(const ExportGraph& graph, const torch::nn::Module& module, c
         renamed = true;
       }
     }
+  }
+  // A user lowering may read the last value again (e.g. return x + f(x) with f last).
+  for (int i = 0; renamed && i < g->node_size(); ++i) {
+    auto* n = g->mutable_node(i);
+    for (int k = 0; k < n->input_size(); ++k)
+      if (n->input(k) == last) n->set_input(k, options.output_name);
   }
   if (!renamed) {
     auto* n = g->add_node();

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <set>
+#include <sstream>
 
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
@@ -37,12 +38,21 @@ class EvalScope {
   bool training_;
 };
 
+// create_directories with a glassbox error (a file in the way, no permission) instead of a bare
+// std::filesystem_error.
+void make_dirs(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  GB_CHECK(!ec, InvalidArgument, "cannot create the folder " << dir.string() << ": " << ec.message(),
+           "choose an --out path in a writable folder");
+}
+
 Artefact artefact(const std::string& kind, const fs::path& path) { return {kind, path, fs::file_size(path)}; }
 
 void prepare_parent(const fs::path& out) {
   GB_CHECK(!out.empty(), InvalidArgument, "no output path given", "pass --out PATH");
   const fs::path parent = out.parent_path();
-  if (!parent.empty()) fs::create_directories(parent);
+  if (!parent.empty()) make_dirs(parent);
   GB_CHECK(!fs::is_directory(out), InvalidArgument, "--out " << out.string() << " is a directory, not a file path",
            "give a file name, e.g. " + (out / "model.pt").string());
 }
@@ -61,8 +71,11 @@ at::Tensor probe_batch(const nn::ModelContract& c, std::int64_t n) {
   return at::randn(shape, gen, torch::kFloat32);
 }
 
-double verify_torchscript(nn::Model& model, const nn::ModelContract& contract, const fs::path& file) {
-  torch::jit::Module loaded = torch::jit::load(file.string());
+// Loads the serialized file back (as torch::jit::load reads it from disk) and compares it with
+// the model on a random batch.
+double verify_torchscript(nn::Model& model, const nn::ModelContract& contract, const std::string& bytes) {
+  std::istringstream in(bytes);
+  torch::jit::Module loaded = torch::jit::load(in);
   loaded.eval();
   torch::NoGradGuard ng;
   const at::Tensor x = probe_batch(contract, 3);
@@ -85,8 +98,10 @@ void export_torchscript(nn::Model& model, const nn::ModelContract& contract, con
   const ExportGraph g =
       lower_model(*model.module(), contract.architecture.empty() ? model.name() : contract.architecture);
   const torch::jit::Module jm = to_torchscript(g, *model.module());
-  save_torchscript(jm, out, {{"contract.json", nn::contract_to_json(contract)}});
-  if (r.verify) res.max_abs_difference = verify_torchscript(model, contract, out);
+  const std::string bytes = serialize_torchscript(jm, {{"contract.json", nn::contract_to_json(contract)}});
+  // Checked before it replaces anything: a wrong export never lands on disk.
+  if (r.verify) res.max_abs_difference = verify_torchscript(model, contract, bytes);
+  write_file_atomic(out, bytes);
   res.artefacts.push_back(artefact("torchscript", out));
 }
 
@@ -197,7 +212,7 @@ ExportResult export_model(nn::Model& model, const nn::ModelContract& contract, c
     nn::ModelContract c = contract;
     if (!r.name.empty()) c.name = r.name;
     GB_CHECK(!c.name.empty(), InvalidArgument, "the model repository needs a model name", "pass --name NAME");
-    fs::create_directories(r.out);
+    make_dirs(r.out);
     const fs::path staged = temp_sibling(r.out / (c.name + ".pt"));
     ExportResult staged_res;
     try {

@@ -54,11 +54,16 @@ triton::ModelConfig signature(const triton::ModelConfig& c) {
   *s.mutable_input() = c.input();
   *s.mutable_output() = c.output();
   for (auto& o : *s.mutable_output()) o.clear_label_filename();
+  // The preprocessing contract (glassbox.* parameters) is shared too: clients of every version
+  // feed what it says. The architecture may change from one version to the next.
+  for (const auto& [key, value] : c.parameters())
+    if (key != "glassbox.architecture") (*s.mutable_parameters())[key] = value;
   return s;
 }
 
 // Refuses to put a config beside versions that expect another signature.
-void check_other_versions(const fs::path& model_dir, std::int64_t version, const triton::ModelConfig& config) {
+void check_other_versions(const fs::path& model_dir, std::int64_t version, const triton::ModelConfig& config,
+                          const std::string& labels_text) {
   std::vector<std::int64_t> others = list_versions(model_dir);
   others.erase(std::remove(others.begin(), others.end(), version), others.end());
   const fs::path config_path = model_dir / kConfigFile;
@@ -76,12 +81,18 @@ void check_other_versions(const fs::path& model_dir, std::int64_t version, const
              "fix or remove " + config_path.string() + ", or export under another name");
   }
   if (!google::protobuf::util::MessageDifferencer::Equals(signature(existing), signature(config))) {
-    GB_THROW(FailedPrecondition,
-             "model " << config.name() << " already has versions " << join_versions(others)
-                      << " with another input/output signature (platform, max_batch_size, input, output) in "
-                      << config_path.string() << "; one config.pbtxt serves every version",
-             "export under another --name, or remove the old versions first");
+    GB_THROW(
+        FailedPrecondition,
+        "model " << config.name() << " already has versions " << join_versions(others)
+                 << " with another input/output signature or preprocessing (platform, max_batch_size, input, output, "
+                 << "glassbox.* parameters) in " << config_path.string() << "; one config.pbtxt serves every version",
+        "export under another --name, or remove the old versions first");
   }
+  const fs::path labels_path = model_dir / kLabelsFile;
+  GB_CHECK(!fs::exists(labels_path) || read_file(labels_path) == labels_text, FailedPrecondition,
+           "model " << config.name() << " already has versions " << join_versions(others)
+                    << " with other class names in " << labels_path.string() << "; one labels.txt serves every version",
+           "export under another --name, or remove the old versions first");
 }
 
 WrittenFile written(const fs::path& path) { return {path, fs::file_size(path)}; }
@@ -217,13 +228,29 @@ RepositoryWriteResult write_model_repository(const fs::path& repository, const s
     replace_dir_atomic(tmp.path(), r.model_dir);
     tmp.commit();
   } else {
-    check_other_versions(r.model_dir, version, r.config);
+    check_other_versions(r.model_dir, version, r.config, labels_text);
     r.replaced_version = fs::exists(r.version_dir);
-    TempDir tmp(temp_sibling(r.version_dir));
-    write_file_atomic(tmp.path() / kModelFile, model_bytes);
-    replace_dir_atomic(tmp.path(), r.version_dir);
-    tmp.commit();
-    write_top_files(r.model_dir);
+    // The shared files are staged beside their final names first, the version is swapped in,
+    // then the staged files are renamed over the old ones (config last): a failure before the
+    // swap leaves the model as it was, and a rename in one folder does not fail for space.
+    std::vector<std::pair<fs::path, fs::path>> staged;
+    try {
+      for (const auto& [file, text] : {std::pair{kLabelsFile, &labels_text}, std::pair{kContractFile, &contract_text},
+                                       std::pair{kConfigFile, &config_text}}) {
+        const fs::path final_path = r.model_dir / file;
+        staged.emplace_back(temp_sibling(final_path), final_path);
+        write_file_atomic(staged.back().first, *text);
+      }
+      TempDir tmp(temp_sibling(r.version_dir));
+      write_file_atomic(tmp.path() / kModelFile, model_bytes);
+      replace_dir_atomic(tmp.path(), r.version_dir);
+      tmp.commit();
+    } catch (...) {
+      std::error_code ec;
+      for (const auto& [tmp_path, final_path] : staged) fs::remove(tmp_path, ec);
+      throw;
+    }
+    for (const auto& [tmp_path, final_path] : staged) fs::rename(tmp_path, final_path);
   }
   r.files = {written(r.version_dir / kModelFile), written(r.model_dir / kLabelsFile),
              written(r.model_dir / kContractFile), written(r.model_dir / kConfigFile)};

@@ -575,12 +575,16 @@ TEST(ModelRepository, ReplacingAVersionIsAtomicAndLeavesTheRestAlone) {
   // A write that fails half-way (a full disk) leaves the old version and everything else intact.
   const auto all_before = snapshot(repo);
   const fs::path v2c = make_model_file(dir, "d.pt", std::string(4096, 'z'));
-  inject_write_failure_for_testing(1);
-  const Error e = error_of([&] { write_model_repository(repo, "fashion_cnn", 2, v2c, fashion_contract()); });
-  inject_write_failure_for_testing(0);
-  EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted);
-  EXPECT_EQ(snapshot(repo), all_before);
-  EXPECT_TRUE(hidden_entries(dir).empty());
+  // Writes 1-3 stage labels.txt, contract.json, config.pbtxt; write 4 is the version's model.pt.
+  for (int nth = 1; nth <= 4; ++nth) {
+    SCOPED_TRACE("failing write " + std::to_string(nth));
+    inject_write_failure_for_testing(nth);
+    const Error e = error_of([&] { write_model_repository(repo, "fashion_cnn", 2, v2c, fashion_contract()); });
+    inject_write_failure_for_testing(0);
+    EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted);
+    EXPECT_EQ(snapshot(repo), all_before);
+    EXPECT_TRUE(hidden_entries(dir).empty());
+  }
   // The same for a new model: nothing of it appears.
   inject_write_failure_for_testing(2);
   EXPECT_EQ(error_of([&] { write_model_repository(repo, "new_model", 1, v1, fashion_contract()); }).code(),
@@ -648,11 +652,22 @@ TEST(ModelRepository, ErrorsAreOneLineWithAHint) {
   const Error sig = error_of([&] { write_model_repository(repo, "m", 2, model, wider); });
   EXPECT_EQ(sig.code(), ErrorCode::kFailedPrecondition);
   EXPECT_EQ(sig.one_line(),
-            "model m already has versions 1 with another input/output signature (platform, max_batch_size, "
-            "input, output) in " +
+            "model m already has versions 1 with another input/output signature or preprocessing (platform, "
+            "max_batch_size, input, output, glassbox.* parameters) in " +
                 (repo / "m" / "config.pbtxt").string() +
                 "; one config.pbtxt serves every version (hint: export under another --name, or remove the old "
                 "versions first)");
+  EXPECT_FALSE(fs::exists(repo / "m" / "2"));
+  // Other preprocessing or other class names would silently change what version 1's clients feed.
+  nn::ModelContract renormalised = fashion_contract();
+  renormalised.mean = {0.5};
+  EXPECT_EQ(error_of([&] { write_model_repository(repo, "m", 2, model, renormalised); }).code(),
+            ErrorCode::kFailedPrecondition);
+  nn::ModelContract relabelled = fashion_contract();
+  relabelled.labels[0] = "Top";
+  EXPECT_NE(
+      error_of([&] { write_model_repository(repo, "m", 2, model, relabelled); }).message().find("other class names"),
+      std::string::npos);
   EXPECT_FALSE(fs::exists(repo / "m" / "2"));
   // Replacing the only version with a new signature is fine, as is a new version with the same one.
   EXPECT_NO_THROW(write_model_repository(repo, "m", 1, model, wider));

@@ -127,12 +127,17 @@ std::string torchscript_source(const ExportGraph& graph) {
   return out;
 }
 
-void save_torchscript(const torch::jit::Module& module, const std::filesystem::path& path,
-                      const std::unordered_map<std::string, std::string>& extra_files) {
+std::string serialize_torchscript(const torch::jit::Module& module,
+                                  const std::unordered_map<std::string, std::string>& extra_files) {
   std::ostringstream os;
   torch::jit::ExtraFilesMap extra(extra_files.begin(), extra_files.end());
   module.save(os, extra);
-  write_file_atomic(path, os.str());
+  return os.str();
+}
+
+void save_torchscript(const torch::jit::Module& module, const std::filesystem::path& path,
+                      const std::unordered_map<std::string, std::string>& extra_files) {
+  write_file_atomic(path, serialize_torchscript(module, extra_files));
 }
 
 }  // namespace glassbox::exporter

@@ -5,7 +5,7 @@
 // and with torch::jit::load.
 //
 //   torch::jit::Module m = to_torchscript(lower_model(*model->module(), "cnn"), *model->module());
-//   std::string code = m.get_method("forward").function().... // or print: torchscript_source(graph)
+//   std::cout << torchscript_source(graph);                      // the generated forward of each module
 //   save_torchscript(m, "model.pt", {{"contract.json", json}});   // atomic
 //
 // Tensors are copied to the CPU (float32 as trained); the module is in eval mode. BatchNorm and
@@ -28,6 +28,10 @@ torch::jit::Module to_torchscript(const ExportGraph& graph, const torch::nn::Mod
 
 // The generated forward source of every module, for docs and debugging: "path: code".
 std::string torchscript_source(const ExportGraph& graph);
+
+// The file's bytes (what save_torchscript writes), e.g. to check them before writing.
+std::string serialize_torchscript(const torch::jit::Module& module,
+                                  const std::unordered_map<std::string, std::string>& extra_files = {});
 
 // Saves atomically (temp file + rename); extra_files land in the archive's extra/ folder
 // (Python: torch.jit.load(f, _extra_files={"contract.json": ""})).

@@ -71,15 +71,25 @@ void ModelContract::validate() const {
            "contract has " << labels.size() << " labels for " << num_classes << " classes",
            "give one label per class, or none");
   if (layout == "NCHW") {
-    const bool colour = channel_order == "RGB" || channel_order == "BGR";
-    GB_CHECK(channel_order != "none", InvalidArgument, "contract channel_order \"none\" for an image input",
-             "use gray, RGB or BGR");
-    GB_CHECK(!colour || channels == 3, InvalidArgument,
-             "contract channel_order " << channel_order << " with " << channels << " channels",
-             "use gray for 1 channel, RGB or BGR for 3");
-    GB_CHECK(colour || channels == 1, InvalidArgument, "contract channel_order gray with " << channels << " channels",
-             "use RGB or BGR for 3 channels");
+    // gray: 1 channel; RGB/BGR: 3; none: any other count (multispectral, stacked frames), whose
+    // channels have no colour order to get wrong.
+    const std::string want = channels == 1 ? "gray" : channels == 3 ? "RGB or BGR" : "none";
+    const bool ok = channels == 1   ? channel_order == "gray"
+                    : channels == 3 ? channel_order == "RGB" || channel_order == "BGR"
+                                    : channel_order == "none";
+    GB_CHECK(ok, InvalidArgument, "contract channel_order " << channel_order << " with " << channels << " channels",
+             "use " + want + " for " + std::to_string(channels) + " channel" + (channels == 1 ? "" : "s"));
+  } else {
+    GB_CHECK(channel_order == "none", InvalidArgument,
+             "contract channel_order " << channel_order << " for a feature vector", "use none for layout NC");
   }
+  for (double m : mean)
+    GB_CHECK(std::isfinite(m), InvalidArgument, "contract preprocessing.mean holds " << m,
+             "means must be finite numbers");
+  GB_CHECK(!input_name.empty() && !output_name.empty() && input_name != output_name, InvalidArgument,
+           "contract input.name \"" << input_name << "\" and output.name \"" << output_name
+                                    << "\" must be distinct and non-empty",
+           "use e.g. input and logits");
 }
 
 std::vector<std::string> ModelContract::class_names() const {

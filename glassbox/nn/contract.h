@@ -50,7 +50,7 @@ struct ModelContract {
   double scale = 1.0;  // raw value -> [0, 1] (1/255 for uint8 images)
   std::vector<double> mean;
   std::vector<double> std;
-  std::string channel_order = "gray";  // gray | RGB | BGR | none (features)
+  std::string channel_order = "gray";  // gray (1 channel) | RGB | BGR (3) | none (features, other counts)
 
   std::vector<std::string> labels;  // class names, index order; empty: "0".."K-1"
 

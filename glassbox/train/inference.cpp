@@ -4,10 +4,12 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <torch/script.h>
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
@@ -40,8 +42,8 @@ std::vector<std::string> read_labels(const fs::path& path) {
   return out;
 }
 
-// The factor glassbox's data sources apply to raw values before normalising: 1/255 for uint8
-// images (IDX files, uint8 .npy arrays), 1 otherwise.
+}  // namespace
+
 double data_scale(const data::DataOptions& d) {
   if (d.format == "mnist") return 1.0 / 255.0;
   if (d.format != "npy") return 1.0;
@@ -51,6 +53,25 @@ double data_scale(const data::DataOptions& d) {
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<std::size_t>(in.gcount()));
   return head.find("u1'") != std::string::npos ? 1.0 / 255.0 : 1.0;  // '|u1' (also '<u1' / '>u1')
+}
+
+namespace {
+
+// The contract a glassbox export embeds in the TorchScript archive (extra/contract.json), if any.
+std::optional<nn::ModelContract> embedded_contract(const fs::path& model) {
+  torch::jit::ExtraFilesMap extra{{"contract.json", ""}};
+  try {
+    torch::jit::load(model.string(), c10::Device(c10::kCPU), extra);
+  } catch (const std::exception&) {
+    return std::nullopt;  // load_script_model reports what is wrong with the file
+  }
+  if (extra["contract.json"].empty()) return std::nullopt;
+  return nn::parse_contract(extra["contract.json"], model.string() + ":extra/contract.json");
+}
+
+std::string default_channel_order(const std::vector<std::int64_t>& shape) {
+  if (shape.size() == 1) return "none";
+  return shape[0] == 1 ? "gray" : shape[0] == 3 ? "RGB" : "none";
 }
 
 }  // namespace
@@ -78,9 +99,14 @@ nn::ModelContract resolve_contract(const ScriptSource& s, nn::Model* model, std:
   const ContractFlags& f = s.flags;
   nn::ModelContract c;
   std::string from;
+  std::optional<nn::ModelContract> embedded;
+  if (sidecar.empty() && fs::is_regular_file(s.model)) embedded = embedded_contract(s.model);
   if (!sidecar.empty()) {
     c = nn::read_contract(sidecar);
     from = sidecar.string() + (f.empty() ? "" : " + flags");
+  } else if (embedded) {
+    c = *embedded;
+    from = s.model.string() + ":extra/contract.json" + (f.empty() ? "" : " + flags");
   } else {
     fs::path beside = s.model;
     beside.replace_extension(".json");
@@ -92,15 +118,14 @@ nn::ModelContract resolve_contract(const ScriptSource& s, nn::Model* model, std:
     c.name = s.model.stem().string();
     c.layout = f.input_shape.size() == 1 ? "NC" : "NCHW";
     c.scale = c.layout == "NC" ? 1.0 : 1.0 / 255.0;
-    c.channel_order = c.layout == "NC" ? "none" : (f.input_shape[0] == 3 ? "RGB" : "gray");
+    c.channel_order = default_channel_order(f.input_shape);
   }
   if (!f.input_shape.empty()) {
     c.input_shape = f.input_shape;
     c.layout = f.input_shape.size() == 1 ? "NC" : "NCHW";
     // The channel order follows a new channel count unless --channel-order says otherwise.
-    if (c.layout == "NC") c.channel_order = "none";
-    if (c.layout == "NCHW" && f.input_shape[0] == 1) c.channel_order = "gray";
-    if (c.layout == "NCHW" && f.input_shape[0] == 3 && (c.channel_order == "gray" || c.channel_order == "none")) c.channel_order = "RGB";
+    if (c.layout == "NC" || f.input_shape[0] != 3 || (c.channel_order != "RGB" && c.channel_order != "BGR"))
+      c.channel_order = default_channel_order(f.input_shape);
   }
   if (!f.mean.empty()) c.mean = f.mean;
   if (!f.std.empty()) c.std = f.std;
@@ -140,6 +165,12 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
   LoadedModel m;
   m.model_file = s.model;
   m.run_dir = fs::absolute(s.model).lexically_normal().parent_path();
+  // NAME/<version>/model.pt of a model repository: outputs go beside the versions, not into one
+  // (the next export of that version replaces its folder).
+  if (const std::string v = m.run_dir.filename().string();
+      !v.empty() && std::all_of(v.begin(), v.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; }) &&
+      fs::is_regular_file(m.run_dir.parent_path() / "config.pbtxt"))
+    m.run_dir = m.run_dir.parent_path();
   m.contract = resolve_contract(s, model.get(), &m.contract_source);
   const nn::ModelContract& c = m.contract;
   if (!c.name.empty()) so.name = c.name;
@@ -164,6 +195,12 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
     const std::size_t n = std::max(d.mean.size(), d.std.size());
     d.mean.resize(n, d.mean.back());
     d.std.resize(n, d.std.back());
+  }
+  // The contract's statistics are in the model's channel order; the data module normalises the
+  // data's (RGB) channels before ScriptModel reverses them for a BGR model.
+  if (c.channel_order == "BGR") {
+    std::reverse(d.mean.begin(), d.mean.end());
+    std::reverse(d.std.begin(), d.std.end());
   }
   d.num_classes = c.num_classes;
   if (!c.labels.empty()) d.class_names = c.labels;

@@ -62,6 +62,10 @@ struct LoadedModel {
   std::string source() const { return model_file.empty() ? checkpoint.string() : model_file.string(); }
 };
 
+// The factor glassbox's data sources apply to raw values before normalising: 1/255 for uint8
+// images (IDX files, uint8 .npy arrays; read from the .npy header only), 1 otherwise.
+double data_scale(const data::DataOptions& d);
+
 LoadedModel load_checkpoint_for_inference(const std::filesystem::path& checkpoint, const std::string& device = "cpu");
 
 // A TorchScript model described without a sidecar, or fields of its sidecar replaced (the CLI's
