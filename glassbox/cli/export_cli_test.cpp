@@ -96,6 +96,23 @@ TEST(Export, EveryFormatServesTheSamePredictionsAsEval) {
               worst_ort);
   EXPECT_LE(worst_ts, 1e-5);
   EXPECT_LE(worst_ort, 1e-4);
+
+  // Back into glassbox: the exported file evaluates to the checkpoint's accuracy, and a copy
+  // without its model.json still finds the contract embedded in the archive.
+  const auto by_checkpoint = nlohmann::json::parse(read_file(run / "eval" / "metrics.json"));
+  auto [rc3, out3] = testing::run_command(gb() + " eval --model " + (exp / "model.pt").string() + " --json");
+  ASSERT_EQ(rc3, 0) << out3;
+  const auto by_model = nlohmann::json::parse(out3.substr(out3.find('{')));
+  EXPECT_DOUBLE_EQ(by_model["accuracy"].get<double>(), by_checkpoint["accuracy"].get<double>());
+  EXPECT_EQ(by_model["confusion_matrix"], by_checkpoint["confusion_matrix"]);
+  const fs::path alone = run.parent_path() / "alone";
+  fs::create_directories(alone);
+  fs::copy_file(exp / "model.pt", alone / "copy.pt", fs::copy_options::overwrite_existing);
+  auto [rc4, out4] = testing::run_command(gb() + " explain --model " + (alone / "copy.pt").string() + " --samples 0,1");
+  ASSERT_EQ(rc4, 0) << out4;
+  const auto index = nlohmann::json::parse(read_file(alone / "explain" / "index.json"));
+  EXPECT_NE(index["contract"].get<std::string>().find("extra/contract.json"), std::string::npos) << index["contract"];
+  EXPECT_EQ(index["method"], "gradcam");
 }
 
 TEST(Export, TrainableOnlyWeightsLeaveTheFrozenLayersOut) {
