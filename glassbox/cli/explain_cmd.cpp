@@ -36,8 +36,8 @@ void add_script_options(CLI::App& cmd, const std::shared_ptr<ScriptArgs>& a) {
   cmd.add_option("--num-classes", a->flags.num_classes, "with --model: output width (default: the labels' count, else the model's)")
       ->check(CLI::PositiveNumber);
   cmd.add_option("--output-kind", a->flags.output_kind, "with --model: logits | probabilities")->check(CLI::IsMember({"logits", "probabilities"}));
-  cmd.add_option("--channel-order", a->flags.channel_order, "with --model: gray | RGB | BGR (BGR reverses the data's RGB channels)")
-      ->check(CLI::IsMember({"gray", "RGB", "BGR"}));
+  cmd.add_option("--channel-order", a->flags.channel_order, "with --model: gray | RGB | BGR | none (BGR reverses the data's RGB channels)")
+      ->check(CLI::IsMember({"gray", "RGB", "BGR", "none"}));
 }
 
 train::ScriptSource script_source(const ScriptArgs& a, const fs::path& checkpoint) {
