@@ -52,3 +52,13 @@ function(gb_add_test name)
     PROPERTIES LABELS "${GB_LABELS}" ENVIRONMENT "GB_SOURCE_DIR=${PROJECT_SOURCE_DIR};GB_BUILD_DIR=${CMAKE_BINARY_DIR}"
     DISCOVERY_TIMEOUT 60)
 endfunction()
+
+# gb_no_vptr_check(files...): UBSan's vptr check makes each instrumented polymorphic access
+# reference the type's typeinfo, and LibTorch does not export the typeinfo of some TorchScript
+# types (c10::DynamicType): files that use torch::jit would not link in the sanitizer build.
+# They keep every other ASan/UBSan check.
+function(gb_no_vptr_check)
+  if(GB_SANITIZE)
+    set_source_files_properties(${ARGN} DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTIES COMPILE_OPTIONS -fno-sanitize=vptr)
+  endif()
+endfunction()
