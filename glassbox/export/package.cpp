@@ -212,6 +212,8 @@ ExportResult export_model(nn::Model& model, const nn::ModelContract& contract, c
     nn::ModelContract c = contract;
     if (!r.name.empty()) c.name = r.name;
     GB_CHECK(!c.name.empty(), InvalidArgument, "the model repository needs a model name", "pass --name NAME");
+    check_model_name(c.name);  // before the export's work, and before a path is made from it
+    r.repository.validate();
     make_dirs(r.out);
     const fs::path staged = temp_sibling(r.out / (c.name + ".pt"));
     ExportResult staged_res;
