@@ -258,7 +258,10 @@ TEST(Quickstart, EndsWithEvaluationExplanationsDoctorAndReport) {
                                         " --set trainer.enable_progress_bar=false --set trainer.enable_model_summary=false");
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("report: " + (run / "report.html").string()), std::string::npos) << out;
-  for (const char* f : {"eval/metrics.json", "explain/index.json", "doctor.json", "report.html"}) EXPECT_TRUE(fs::exists(run / f)) << f;
+  for (const char* f : {"eval/metrics.json", "explain/index.json", "doctor.json", "report.html", "export/model.pt", "export/model.onnx",
+                        "export/model.json", "export/repository/qs/config.pbtxt", "export/repository/qs/1/model.pt"})
+    EXPECT_TRUE(fs::exists(run / f)) << f;
+  EXPECT_NE(out.find("export: torchscript "), std::string::npos) << out;
   const std::string html = read_file(run / "report.html");
   for (const char* chart : {"data-chart=\"loss\"", "data-chart=\"confusion\"", "data-chart=\"reliability\"", "data-chart=\"pr\"", "data-chart=\"gradcam\""})
     EXPECT_NE(html.find(chart), std::string::npos) << chart;
