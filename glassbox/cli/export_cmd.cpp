@@ -122,11 +122,11 @@ nlohmann::json run_export(const fs::path& checkpoint, const std::string& format,
         const std::uintmax_t kept = res.artefacts.front().bytes;
         std::cout << "  trainable only: " << res.parameters << " of " << res.all_parameters << " parameters, "
                   << exporter::human_bytes(kept) << " instead of " << exporter::human_bytes(res.full_bytes) << " ("
-                  << std::fixed << std::setprecision(1)
+                  << std::setprecision(2)
                   << 100.0 * static_cast<double>(kept) /
                          static_cast<double>(std::max<std::uintmax_t>(1, res.full_bytes))
                   << " %)\n"
-                  << std::defaultfloat;
+                  << std::setprecision(6);
       }
       if (res.max_abs_difference >= 0)
         std::cout << "  verified: reloaded TorchScript matches the model within " << res.max_abs_difference << "\n";
