@@ -14,19 +14,6 @@ namespace {
 
 namespace F = torch::nn::functional;
 
-// Restores the module's training flag on scope exit.
-class EvalScope {
- public:
-  explicit EvalScope(torch::nn::Module& m) : m_(m), was_training_(m.is_training()) { m_.eval(); }
-  ~EvalScope() { m_.train(was_training_); }
-  EvalScope(const EvalScope&) = delete;
-  EvalScope& operator=(const EvalScope&) = delete;
-
- private:
-  torch::nn::Module& m_;
-  bool was_training_;
-};
-
 // pytorch-grad-cam's scale_cam_image without resizing: per image, subtract the minimum, then
 // divide by (1e-7 + the new maximum). cam: [N, h, w].
 at::Tensor min_max(const at::Tensor& cam) {
@@ -152,7 +139,7 @@ std::string default_cam_layer(nn::Model& model) {
 
 CamResult class_activation_maps(nn::Model& model, const at::Tensor& x, const std::vector<std::int64_t>& targets, const CamOptions& o) {
   GB_CHECK(x.dim() >= 2 && x.size(0) > 0, InvalidArgument, "explain: no images given (input shape " << x.sizes() << ")", "pass a batch [N, C, H, W]");
-  EvalScope eval(*model.module());
+  nn::EvalModeScope eval(*model.module());
   torch::AutoGradMode grad_on(true);
   if (o.method == CamMethod::Saliency) return saliency(model, x, targets);
   const std::vector<nn::Stage> stages = model.stages();

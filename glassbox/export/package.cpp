@@ -25,19 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Evaluation mode for the export, the model's own mode afterwards.
-class EvalScope {
- public:
-  explicit EvalScope(torch::nn::Module& m) : m_(m), training_(m.is_training()) { m_.eval(); }
-  ~EvalScope() { m_.train(training_); }
-  EvalScope(const EvalScope&) = delete;
-  EvalScope& operator=(const EvalScope&) = delete;
-
- private:
-  torch::nn::Module& m_;
-  bool training_;
-};
-
 // create_directories with a glassbox error (a file in the way, no permission) instead of a bare
 // std::filesystem_error.
 void make_dirs(const fs::path& dir) {
@@ -189,7 +176,7 @@ ExportResult export_model(nn::Model& model, const nn::ModelContract& contract, c
   GB_CHECK(!r.trainable_only || r.format == "weights", InvalidArgument,
            "--trainable-only applies to --format weights (a " << r.format << " file needs every tensor to run)",
            "use --format weights --trainable-only");
-  EvalScope eval(*model.module());
+  nn::EvalModeScope eval(*model.module());
   ExportResult res;
   res.all_parameters = count(*model.module());
   if (r.format != "weights") res.parameters = res.all_parameters;

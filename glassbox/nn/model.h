@@ -38,6 +38,20 @@ struct Stage {
   bool spatial = false;  // the output is a feature map [N, C, H, W]
 };
 
+// Evaluation mode for a scope, the module's own mode again afterwards (exceptions included).
+//   { EvalModeScope eval(*model->module()); ... }
+class EvalModeScope {
+ public:
+  explicit EvalModeScope(torch::nn::Module& m) : m_(m), was_training_(m.is_training()) { m_.eval(); }
+  ~EvalModeScope() { m_.train(was_training_); }
+  EvalModeScope(const EvalModeScope&) = delete;
+  EvalModeScope& operator=(const EvalModeScope&) = delete;
+
+ private:
+  torch::nn::Module& m_;  // non-owning; outlives the scope
+  bool was_training_;
+};
+
 class Model {
  public:
   virtual ~Model() = default;

@@ -142,10 +142,8 @@ nn::ModelContract resolve_contract(const ScriptSource& s, nn::Model* model, std:
     std::vector<std::int64_t> shape{1};
     shape.insert(shape.end(), c.input_shape.begin(), c.input_shape.end());
     torch::NoGradGuard no_grad;
-    const bool was_training = model->module()->is_training();
-    model->module()->eval();
+    nn::EvalModeScope eval(*model->module());
     const at::Tensor out = model->forward(torch::zeros(shape));
-    model->module()->train(was_training);
     c.num_classes = out.size(1);
   }
   try {
