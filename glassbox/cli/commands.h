@@ -37,6 +37,7 @@ void add_eval(CLI::App& app);
 void add_explain(CLI::App& app);
 void add_report(CLI::App& app);
 void add_export(CLI::App& app);
+void add_serve(CLI::App& app);
 
 // The process exit status a command asks for when it returns normally (default 0).
 int& exit_code();

@@ -262,6 +262,8 @@ TEST(Quickstart, EndsWithEvaluationExplanationsDoctorAndReport) {
                         "export/model.json", "export/repository/qs/config.pbtxt", "export/repository/qs/1/model.pt"})
     EXPECT_TRUE(fs::exists(run / f)) << f;
   EXPECT_NE(out.find("export: torchscript "), std::string::npos) << out;
+  // The one command that serves what was just exported.
+  EXPECT_NE(out.find(" serve --model-repository " + (run / "export" / "repository").string() + "\n"), std::string::npos) << out;
   const std::string html = read_file(run / "report.html");
   for (const char* chart : {"data-chart=\"loss\"", "data-chart=\"confusion\"", "data-chart=\"reliability\"", "data-chart=\"pr\"", "data-chart=\"gradcam\""})
     EXPECT_NE(html.find(chart), std::string::npos) << chart;

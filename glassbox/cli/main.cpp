@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
       "  glassbox doctor configs/quickstart.toml     diagnose a training setup\n"
       "  glassbox lab list                            reproducible broken setups\n"
       "  glassbox export --checkpoint runs/quickstart/checkpoints/last.ckpt --format all\n"
+      "  glassbox serve --model-repository runs/quickstart/export/repository\n"
       "Run 'glassbox COMMAND --help' for a command's options.");
   glassbox::cli::add_quickstart(app);
   glassbox::cli::add_train(app);
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   glassbox::cli::add_explain(app);
   glassbox::cli::add_report(app);
   glassbox::cli::add_export(app);
+  glassbox::cli::add_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -18,6 +18,19 @@
 namespace glassbox::cli {
 namespace {
 
+// How to call this binary again from the current directory (build/glassbox/cli/glassbox after
+// `make run`), for the commands the quickstart suggests; "glassbox" when that cannot be told.
+std::string invoked_binary() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "glassbox";
+  const std::filesystem::path rel = std::filesystem::relative(exe, std::filesystem::current_path(), ec);
+  if (ec || rel.empty()) return exe.string();
+  const std::string r = rel.string();
+  if (r.rfind("..", 0) == 0) return exe.string();
+  return r.find('/') == std::string::npos ? "./" + r : r;
+}
+
 struct TrainArgs {
   std::string config;
   std::vector<std::string> sets;
@@ -66,6 +79,7 @@ void close_the_loop(const nlohmann::json& summary, const train::RunConfig& cfg, 
       if (f.contains("repository")) repository = f["repository"].get<std::string>();
     }
     out << fmt::format("export: {} -> {}\n", parts, repository);
+    out << fmt::format("serve it: {} serve --model-repository {}\n", invoked_binary(), repository);
   }
   inspect::DoctorOptions d;
   d.run = false;  // the data and the setup; the run itself was watched by the probes

@@ -1,0 +1,201 @@
+// glassbox serve: a KServe v2 / Triton-compatible HTTP server over a model repository.
+//
+// Startup: load the repository (serve/engine), bind the HTTP and metrics ports (serve/http), print
+// `serving: http://ADDR:PORT (metrics http://ADDR:PORT/metrics)`. Shutdown on SIGTERM or SIGINT:
+// readiness goes false (new inference requests get 503), queued and in-flight requests finish
+// (at most --exit-timeout seconds; what is still queued then gets 503), responses are written,
+// exit 0. A second signal during the drain exits at once (status 1).
+//
+// Signals are blocked in every thread (the mask is set before any server thread starts, and
+// threads inherit it) and taken synchronously by sigwait on the main thread, so no handler runs
+// inside LibTorch or Asio.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "glassbox/base/error.h"
+#include "glassbox/cli/commands.h"
+#include "glassbox/serve/engine/api.h"
+#include "glassbox/serve/http/server.h"
+
+namespace glassbox::cli {
+namespace {
+
+struct ServeArgs {
+  std::string repository;
+  std::string address = "0.0.0.0";
+  int http_port = 8000;
+  int metrics_port = 8002;
+  std::string control_mode = "none";
+  std::vector<std::string> load_models;
+  std::string api_key_file;
+  bool protect_inference = false;
+  double exit_timeout = 30;
+  int threads = 0;
+  int intra_op_threads = 0;
+  std::size_t max_body_mib = 64;
+  std::string metric_names = "prometheus";
+  bool strict_config = false;
+  bool split_large_requests = false;
+};
+
+// The key is the file's first line without surrounding whitespace.
+std::string read_api_key(const std::string& path) {
+  std::ifstream in(path);
+  GB_CHECK(in.good(), InvalidArgument, "cannot read the API key file '" << path << "'",
+           std::string("pass --api-key-file with a readable file holding the key on its first line"));
+  std::string key;
+  std::getline(in, key);
+  const auto first = key.find_first_not_of(" \t\r\n");
+  const auto last = key.find_last_not_of(" \t\r\n");
+  key = first == std::string::npos ? std::string() : key.substr(first, last - first + 1);
+  GB_CHECK(key.size() >= 8, InvalidArgument,
+           "the API key in '" << path << "' is " << key.size() << " characters long; at least 8 are required",
+           std::string("write a longer random key, e.g. `openssl rand -hex 16 > ") + path + "`");
+  return key;
+}
+
+std::string url(const std::string& address, int port) {
+  const std::string host = address.find(':') != std::string::npos ? "[" + address + "]" : address;
+  return fmt::format("http://{}:{}", host, port);
+}
+
+void run_serve(const ServeArgs& a) {
+  serve::EngineOptions eo;
+  eo.repository = a.repository;
+  eo.control_mode = a.control_mode == "explicit" ? serve::ModelControlMode::kExplicit : serve::ModelControlMode::kNone;
+  eo.startup_models = a.load_models;
+  eo.strict_config = a.strict_config;
+  eo.split_large_requests = a.split_large_requests;
+  eo.default_intra_op_threads = a.intra_op_threads;
+  eo.validate();
+  GB_CHECK(std::filesystem::is_directory(eo.repository), NotFound,
+           "model repository '" << a.repository << "' is not a directory",
+           std::string("pass a folder of NAME/config.pbtxt + NAME/1/model.pt, e.g. the repository "
+                       "`glassbox export --format repository` writes"));
+  GB_CHECK(a.exit_timeout >= 0, InvalidArgument, "--exit-timeout must be >= 0 seconds, got " << a.exit_timeout,
+           std::string("give the seconds queued and in-flight requests may take to finish at shutdown"));
+
+  serve::HttpOptions ho;
+  ho.address = a.address;
+  ho.http_port = a.http_port;
+  ho.metrics_port = a.metrics_port;
+  ho.threads = a.threads;
+  ho.max_body_bytes = a.max_body_mib << 20;
+  ho.metric_names = a.metric_names == "triton" ? serve::MetricNames::kTriton : serve::MetricNames::kPrometheus;
+  if (!a.api_key_file.empty()) ho.api_key = read_api_key(a.api_key_file);
+  ho.protect_inference = a.protect_inference;
+  GB_CHECK(!ho.protect_inference || !ho.api_key.empty(), InvalidArgument,
+           "--protect-inference needs an API key", std::string("add --api-key-file F"));
+  ho.validate();
+
+  // Block the shutdown signals before any thread exists; every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<serve::Engine> engine = serve::make_engine(eo);
+  for (const serve::IndexEntry& e : engine->repository_index(false)) {
+    std::cout << fmt::format("model {}{}: {}{}\n", e.name, e.version.empty() ? "" : " version " + e.version, e.state,
+                             e.reason.empty() ? "" : " (" + e.reason + ")");
+  }
+  std::cout << fmt::format("loaded in {:.2f} s\n",
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+
+  serve::HttpServer server(*engine, ho);
+  server.start();
+  const std::string metrics =
+      server.metrics_port() > 0 ? url(a.address, server.metrics_port()) + "/metrics" : std::string("off");
+  std::cout << fmt::format("serving: {} (metrics {})\n", url(a.address, server.http_port()), metrics) << std::flush;
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.exit_timeout * 1000));
+  std::cout << fmt::format("{}: not ready; finishing queued and in-flight requests (at most {} s)\n",
+                           sig == SIGTERM ? "SIGTERM" : "SIGINT", a.exit_timeout)
+            << std::flush;
+
+  // A second signal during the drain ends the process at once.
+  std::atomic<bool> done{false};
+  std::thread second([&] {
+    const timespec tick{0, 100'000'000};
+    while (!done.load()) {
+      if (sigtimedwait(&signals, nullptr, &tick) > 0) {
+        std::cerr << "second signal: exiting without waiting\n";
+        std::_Exit(1);
+      }
+    }
+  });
+  engine->begin_shutdown();
+  const bool drained = engine->drain(timeout);
+  server.stop();
+  done = true;
+  second.join();
+  std::cout << (drained ? "drained: every accepted request was answered; exiting\n"
+                        : "exit timeout: requests still queued were answered with 503; exiting\n")
+            << std::flush;
+}
+
+}  // namespace
+
+void add_serve(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "A KServe v2 / Triton-compatible HTTP server over a model repository");
+  cmd->add_option("--model-repository", a->repository, "folder of NAME/config.pbtxt and NAME/VERSION/model.pt")
+      ->required();
+  cmd->add_option("--address", a->address, "address to listen on")->capture_default_str();
+  cmd->add_option("--http-port", a->http_port, "KServe v2 HTTP port (0: any free port)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--metrics-port", a->metrics_port, "Prometheus metrics port (0: any free port, -1: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 65535));
+  cmd->add_option("--model-control-mode", a->control_mode,
+                  "none: load every model at start; explicit: load/unload through the repository API")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "explicit"}));
+  cmd->add_option("--load-model", a->load_models, "explicit mode: a model to load at start (repeatable; * = all)");
+  cmd->add_option("--api-key-file", a->api_key_file,
+                  "file whose first line is the key the repository control endpoints require "
+                  "(Authorization: Bearer KEY)");
+  cmd->add_flag("--protect-inference", a->protect_inference, "require the API key for inference and metadata too");
+  cmd->add_option("--exit-timeout", a->exit_timeout, "seconds to finish queued and in-flight requests at shutdown")
+      ->capture_default_str();
+  cmd->add_option("--threads", a->threads, "HTTP I/O threads (0: one per core, at least 2)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--intra-op-threads", a->intra_op_threads,
+                  "LibTorch threads per model instance unless its config sets INTRA_OP_THREAD_COUNT (0: default)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-body-mib", a->max_body_mib, "largest request body, after decompression, in MiB")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--metric-names", a->metric_names,
+                  "prometheus: names that pass promtool (nv_inference_*_total, seconds); triton: Triton's exact names")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"prometheus", "triton"}));
+  cmd->add_flag("--strict-model-config", a->strict_config,
+                "refuse config.pbtxt fields glassbox does not implement (default: skip them)");
+  cmd->add_flag("--split-large-requests", a->split_large_requests,
+                "run requests larger than max_batch_size as several batches (default: 400)");
+  cmd->footer(
+      "Examples:\n"
+      "  glassbox serve --model-repository runs/quickstart/export/repository\n"
+      "  glassbox serve --model-repository models --model-control-mode explicit --load-model resnet \\\n"
+      "                 --api-key-file key.txt --http-port 8080\n"
+      "  curl localhost:8000/v2/health/ready; curl localhost:8002/metrics\n"
+      "Stop with SIGTERM or Ctrl-C: readiness goes false, in-flight requests finish, then it exits 0.");
+  cmd->callback([a] { run_serve(*a); });
+}
+
+}  // namespace glassbox::cli
