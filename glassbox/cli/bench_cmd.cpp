@@ -1,13 +1,110 @@
-// glassbox bench train
+// glassbox bench train | serve
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "bench/serve_bench.h"
 #include "bench/train_bench.h"
+#include "glassbox/base/error.h"
 #include "glassbox/cli/commands.h"
 
 namespace glassbox::cli {
+
+namespace {
+
+// "3x224x224" -> {3, 224, 224}.
+std::vector<std::int64_t> parse_dims(const std::string& text) {
+  std::vector<std::int64_t> dims;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t x = text.find('x', start);
+    const std::string part = text.substr(start, x == std::string::npos ? std::string::npos : x - start);
+    GB_CHECK(!part.empty() && part.find_first_not_of("0123456789") == std::string::npos, InvalidArgument,
+             "--resnet-input '" << text << "' is not CxHxW", std::string("e.g. --resnet-input 3x64x64"));
+    dims.push_back(std::stoll(part));
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  return dims;
+}
+
+void add_bench_serve(CLI::App& bench) {
+  auto o = std::make_shared<bench::ServeBenchOptions>();
+  auto json = std::make_shared<bool>(false);
+  auto resnet_input = std::make_shared<std::string>("3x224x224");
+  CLI::App* serve =
+      bench.add_subcommand("serve", "glassbox serve vs raw LibTorch, itself without batching, and FastAPI + PyTorch");
+  serve->add_option("--models", o->models, "zoo models to bench: mlp (the quickstart model), resnet18")
+      ->delimiter(',')
+      ->capture_default_str();
+  serve->add_option("--repository", o->repository, "bench a model of this exported repository instead (with --model)");
+  serve->add_option("--model", o->model, "the model name in --repository");
+  serve->add_option("--resnet-input", *resnet_input, "ResNet-18 input CxHxW (3x64x64 shortens the run)")
+      ->capture_default_str();
+  serve->add_option("--seconds", o->seconds, "measured window per point (slow models get 8 full batches at least)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--warmup", o->warmup_seconds, "warm-up per point")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  serve->add_option("--concurrency", o->concurrency, "concurrency sweep; stops once throughput stops rising")
+      ->delimiter(',')
+      ->capture_default_str();
+  serve->add_option("--threads", o->threads, "intra-op threads of the limit, both servers (0: the machine's cores)")
+      ->check(CLI::NonNegativeNumber);
+  serve->add_option("--http-threads", o->http_threads, "glassbox serve --threads (0: its default)")
+      ->check(CLI::NonNegativeNumber);
+  serve->add_option("--loadgen-threads", o->loadgen_threads, "load generator threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4));
+  serve->add_option("--request-batch", o->request_batch, "samples per request")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve
+      ->add_option("--max-batch-size", o->max_batch_size,
+                   "served config's max_batch_size (and the limit's largest batch)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--preferred", o->preferred_batch_sizes, "served config's preferred_batch_size list")
+      ->delimiter(',')
+      ->capture_default_str();
+  serve->add_option("--max-queue-delay-us", o->max_queue_delay_us, "served config's max_queue_delay_microseconds")
+      ->capture_default_str();
+  serve->add_flag("--skip-python", o->skip_python, "skip the FastAPI anchor");
+  serve
+      ->add_option("--soak", o->soak_seconds, "instead: the MLP at saturation for SECONDS; RSS series, failed requests")
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--soak-interval", o->soak_interval, "seconds between RSS samples")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--soak-warmup", o->soak_warmup, "RSS growth is measured from here (at most half the run)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  serve->add_option("--soak-concurrency", o->soak_concurrency, "soak concurrency")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve->add_flag("--json", *json, "print one JSON object (progress goes to stderr)");
+  serve->footer(
+      "Examples:\n"
+      "  glassbox bench serve                       # mlp and resnet18 (3x224x224), about 10 minutes\n"
+      "  glassbox bench serve --models mlp --seconds 2 --skip-python\n"
+      "  glassbox bench serve --repository runs/quickstart/export/repository --model quickstart --json\n"
+      "  glassbox bench serve --soak 600            # the soak: RSS and failures over 10 minutes");
+  serve->callback([o, json, resnet_input] {
+    o->resnet_input = parse_dims(*resnet_input);
+    o->quickstart_toml = embedded_quickstart_config();
+    o->log = &std::cerr;
+    const nlohmann::json r = bench::run_serve_bench(*o);
+    if (*json) {
+      std::cout << r.dump(2) << "\n";
+    } else {
+      bench::print_serve_bench(r, std::cout);
+    }
+  });
+}
+
+}  // namespace
 
 void add_bench(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("bench", "Benchmarks against their anchors, measured in the same run");
@@ -38,6 +135,7 @@ void add_bench(CLI::App& app) {
                                r["trainer_vs_python"].get<double>(), r["lightning_sps"].get<double>(), r["trainer_vs_lightning"].get<double>());
     }
   });
+  add_bench_serve(*cmd);
 }
 
 }  // namespace glassbox::cli

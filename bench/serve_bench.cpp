@@ -1,0 +1,359 @@
+// run_serve_bench: models -> limit -> glassbox serve (batched, unbatched) -> FastAPI, per model.
+// The model preparation and the child-process plumbing are shared with the soak
+// (serve_bench_models.cpp, serve_process.cpp).
+#include "bench/serve_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include <fmt/format.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "bench/serve_bench_models.h"
+#include "bench/serve_process.h"
+#include "glassbox/base/error.h"
+
+namespace glassbox::bench {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+namespace {
+
+// ---- the limit: in-process LibTorch on the same file ----------------------------------------
+
+json measure_limit(const BenchModel& m, const ServeBenchOptions& o) {
+  torch::jit::Module module = torch::jit::load(m.model_file.string());
+  module.eval();
+  c10::InferenceMode guard;
+  std::vector<std::int64_t> batches;
+  for (std::int64_t b : {1, 8, 32, 64, 128, 256})
+    if (b <= o.max_batch_size) batches.push_back(b);
+  if (std::find(batches.begin(), batches.end(), o.max_batch_size) == batches.end()) batches.push_back(o.max_batch_size);
+  json sweep = json::array();
+  double best = 0, single_us = 0;
+  std::int64_t best_batch = 0;
+  for (std::int64_t b : batches) {
+    std::vector<std::int64_t> shape{b};
+    shape.insert(shape.end(), m.spec.dims.begin(), m.spec.dims.end());
+    torch::manual_seed(0);
+    const at::Tensor x = torch::randn(shape);
+    std::vector<torch::jit::IValue> in{x};
+    auto forward = [&] {
+      const auto t0 = Clock::now();
+      module.forward(in);
+      return std::chrono::duration<double>(Clock::now() - t0).count();
+    };
+    // Warm-up: two calls (the first one profiles and optimises the graph), then at least a
+    // quarter of the window; measured: at least 5 calls and the window.
+    double spent = forward() + forward();
+    while (spent < 0.25 * o.seconds) spent += forward();
+    std::vector<double> times;
+    double total = 0;
+    while (times.size() < 5 || total < 0.5 * o.seconds) {
+      times.push_back(forward());
+      total += times.back();
+    }
+    std::sort(times.begin(), times.end());
+    const double median = times[times.size() / 2];
+    const double sps = static_cast<double>(b) * static_cast<double>(times.size()) / total;
+    sweep.push_back({{"batch_size", b}, {"samples_per_s", sps}, {"forward_ms", median * 1e3}});
+    if (b == 1) single_us = median * 1e6;
+    if (sps > best) {
+      best = sps;
+      best_batch = b;
+    }
+    if (o.log)
+      *o.log << fmt::format("  limit    {:<9} batch {:>4}: {:>9.0f} samples/s ({:.2f} ms per forward)\n", m.name, b,
+                            sps, median * 1e3)
+             << std::flush;
+  }
+  const double max_batch_s = sweep.back()["forward_ms"].get<double>() / 1e3;
+  return {{"samples_per_s", best},
+          {"batch_size", best_batch},
+          {"single_forward_us", single_us},
+          {"max_batch_forward_s", max_batch_s},
+          {"sweep", sweep}};
+}
+
+// ---- the concurrency sweep -----------------------------------------------------------------
+
+struct Window {
+  double warmup = 1, seconds = 3;
+};
+
+json measure_point(const Server& server, const InferSpec& spec, const HttpRequestSpec& request, int concurrency,
+                   const ServeBenchOptions& o, const Window& w, bool server_stats) {
+  LoadOptions lo;
+  lo.port = server.port;
+  lo.connections = concurrency;
+  lo.threads = o.loadgen_threads;
+  lo.warmup_seconds = w.warmup;
+  lo.seconds = w.seconds;
+  ServerStats before;
+  if (server_stats) before = fetch_stats(server.port, spec.model);
+  const pid_t pid = server.process->pid();
+  const double cpu0 = process_cpu_seconds(pid);
+  const auto t0 = Clock::now();
+  const LoadResult r = run_load(request, lo);
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double server_cpu = (process_cpu_seconds(pid) - cpu0) / wall;
+  const double samples = static_cast<double>(o.request_batch);
+  json p{{"concurrency", concurrency},
+         {"infer_per_s", r.throughput()},
+         {"samples_per_s", r.throughput() * samples},
+         {"p50_us", r.latency.percentile_us(50)},
+         {"p90_us", r.latency.percentile_us(90)},
+         {"p99_us", r.latency.percentile_us(99)},
+         {"mean_us", r.latency.mean_us()},
+         {"requests", r.ok},
+         {"failed", r.failed_total},
+         {"loadgen_cpu_cores", r.cpu_cores()},
+         {"server_cpu_cores", server_cpu}};
+  if (!r.first_failure.empty()) p["first_failure"] = r.first_failure;
+  if (server_stats) {
+    // The request in flight when the window closed still finishes on the server: let it land.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const StatsDelta d = stats_delta(before, fetch_stats(server.port, spec.model));
+    p["server"] = {{"requests", d.requests},     {"request_us", d.request_us},   {"queue_us", d.queue_us},
+                   {"compute_us", d.compute_us}, {"overhead_us", d.overhead_us}, {"mean_batch", d.mean_batch}};
+  }
+  return p;
+}
+
+// Concurrency levels in order until throughput stops rising (less than 3 % above the best so far).
+json sweep(const std::string& mode, const Server& server, const InferSpec& spec, const ServeBenchOptions& o,
+           const Window& w, bool server_stats) {
+  const HttpRequestSpec request = binary_infer_request(spec, o.request_batch, 1);
+  check_infer_reply(http_call("127.0.0.1", server.port, request), spec, o.request_batch, mode + " server");
+  json points = json::array();
+  json best;
+  for (int c : o.concurrency) {
+    json p = measure_point(server, spec, request, c, o, w, server_stats && c == 1);
+    if (o.log) {
+      *o.log << fmt::format(
+                    "  {:<9}{:<9} c={:<4} {:>9.0f} infer/s  p50 {:>8.2f} ms  p99 {:>8.2f} ms  failed {}  (client "
+                    "{:.2f} cores, server {:.2f})\n",
+                    mode, spec.model, c, p["infer_per_s"].get<double>(), p["p50_us"].get<double>() / 1e3,
+                    p["p99_us"].get<double>() / 1e3, p["failed"].get<std::uint64_t>(),
+                    p["loadgen_cpu_cores"].get<double>(), p["server_cpu_cores"].get<double>())
+             << std::flush;
+    }
+    points.push_back(p);
+    const double t = p["infer_per_s"].get<double>();
+    const bool rising = best.is_null() || t > 1.03 * best["infer_per_s"].get<double>();
+    if (best.is_null() || t > best["infer_per_s"].get<double>()) best = p;
+    if (!rising) break;
+  }
+  json result = best;
+  result.erase("server");
+  result["sweep"] = points;
+  if (server_stats && points[0]["concurrency"] == 1) result["server_c1"] = points[0]["server"];
+  return result;
+}
+
+double ratio(const json& model, const char* a, const char* b) {
+  if (!model.contains(a) || !model.contains(b)) return 0;
+  const double d = model[b]["samples_per_s"].get<double>();
+  return d > 0 ? model[a]["samples_per_s"].get<double>() / d : 0.0;
+}
+
+json bench_model(const BenchModel& m, const ServeBenchOptions& o, const fs::path& work) {
+  json r{{"name", m.name}, {"architecture", m.architecture}, {"description", m.description}, {"input", m.spec.dims}};
+  if (o.log) *o.log << fmt::format("{}: {}\n", m.name, m.description) << std::flush;
+  torch::set_num_threads(o.threads);
+  r["limit"] = measure_limit(m, o);
+  // Slow models get windows of several full batches (a window must hold many batch cycles).
+  const double batch_s = r["limit"]["max_batch_forward_s"].get<double>();
+  const Window w{std::max(o.warmup_seconds, 2 * batch_s), std::max(o.seconds, 8 * batch_s)};
+  r["window_s"] = w.seconds;
+  r["warmup_s"] = w.warmup;
+
+  const fs::path repo = work / ("repo-" + m.name);
+  write_bench_repository(m, repo, o, /*unbatched=*/true);
+  {
+    const Server server = start_glassbox(repo, o, work / ("serve-" + m.name + ".log"));
+    r["served"] = sweep("served", server, m.spec, o, w, true);
+    InferSpec unbatched = m.spec;
+    unbatched.model += "_unbatched";
+    r["unbatched"] = sweep("unbatched", server, unbatched, o, w, true);
+    server.process->terminate();
+  }
+  if (!o.skip_python) {
+    const Server server = start_python(m, o, work / ("python-" + m.name + ".log"));
+    r["python"] = sweep("python", server, m.spec, o, w, false);
+    r["python_server"] =
+        server.banner.substr(server.banner.find('(') + 1, server.banner.rfind(')') - server.banner.find('(') - 1);
+    server.process->terminate();
+  }
+  r["served_vs_limit"] = ratio(r, "served", "limit");
+  r["batching_gain"] = ratio(r, "served", "unbatched");
+  if (!o.skip_python) r["vs_python"] = ratio(r, "served", "python");
+  if (r["served"].contains("server_c1")) r["overhead_us"] = r["served"]["server_c1"]["overhead_us"];
+  const json& c1 = r["served"]["sweep"][0];
+  if (c1["concurrency"] == 1)
+    r["overhead_client_us"] = c1["p50_us"].get<double>() - r["limit"]["single_forward_us"].get<double>();
+  return r;
+}
+
+json goals(const json& models) {
+  json g = json::array();
+  for (const auto& m : models) {
+    const std::string name = m["name"];
+    auto add = [&](const char* key, const char* op, double goal) {
+      if (!m.contains(key)) return;
+      const double v = m[key].get<double>();
+      const bool met = std::string(op) == ">=" ? v >= goal : v <= goal;
+      g.push_back(
+          {{"model", name}, {"figure", key}, {"goal", fmt::format("{} {}", op, goal)}, {"value", v}, {"met", met}});
+    };
+    const std::string arch = m["architecture"];
+    if (arch == "resnet18") add("served_vs_limit", ">=", 0.9);
+    add("vs_python", ">=", 5);
+    if (arch == "mlp") add("overhead_us", "<=", 50);
+  }
+  return g;
+}
+
+}  // namespace
+
+void ServeBenchOptions::validate() const {
+  for (const auto& m : models)
+    GB_CHECK(m == "mlp" || m == "resnet18", InvalidArgument, "unknown benchmark model '" << m << "'",
+             std::string("use --models mlp,resnet18 (or --repository DIR --model NAME)"));
+  GB_CHECK(repository.empty() == model.empty(), InvalidArgument, "--repository and --model go together",
+           std::string("pass both: --repository DIR --model NAME"));
+  GB_CHECK(!models.empty() || !repository.empty() || soak_seconds > 0, InvalidArgument, "no model to benchmark",
+           std::string("pass --models mlp,resnet18 or --repository DIR --model NAME"));
+  GB_CHECK(resnet_input.size() == 3 && resnet_input[0] > 0 && resnet_input[1] >= 32 && resnet_input[2] >= 32,
+           InvalidArgument, "--resnet-input must be CxHxW with H, W >= 32", std::string("e.g. 3x224x224 or 3x64x64"));
+  GB_CHECK(seconds > 0 && warmup_seconds >= 0, InvalidArgument, "--seconds must be > 0 and the warm-up >= 0",
+           std::string("e.g. --seconds 3"));
+  GB_CHECK(!concurrency.empty() && *std::min_element(concurrency.begin(), concurrency.end()) >= 1, InvalidArgument,
+           "--concurrency needs levels >= 1", std::string("e.g. --concurrency 1,4,16,64,128"));
+  GB_CHECK(max_batch_size >= 1 && request_batch >= 1 && request_batch <= max_batch_size, InvalidArgument,
+           "need 1 <= request batch (" << request_batch << ") <= max_batch_size (" << max_batch_size << ")",
+           std::string("lower --request-batch"));
+  GB_CHECK(threads >= 0 && http_threads >= 0 && loadgen_threads >= 1 && loadgen_threads <= 4, InvalidArgument,
+           "threads must be >= 0 and load generator threads 1-4", std::string("e.g. --threads 2 --loadgen-threads 1"));
+  GB_CHECK(soak_seconds >= 0 && soak_interval > 0 && soak_concurrency >= 1, InvalidArgument,
+           "--soak needs seconds >= 0, an interval > 0 and a concurrency >= 1", std::string("e.g. --soak 600"));
+}
+
+json run_serve_bench(const ServeBenchOptions& in) {
+  if (in.soak_seconds > 0) return run_serve_soak(in);
+  const ServeBenchOptions o = resolve_defaults(in);
+  const TempDir work("glassbox-bench-serve");
+  json r{{"bench", "serve"},
+         {"machine", machine_description()},
+         {"threads", o.threads},
+         {"http_threads", o.http_threads},
+         {"loadgen_threads", o.loadgen_threads},
+         {"request_batch", o.request_batch},
+         {"max_batch_size", o.max_batch_size},
+         {"preferred_batch_sizes", o.preferred_batch_sizes},
+         {"max_queue_delay_us", o.max_queue_delay_us},
+         {"tensors", "binary"}};
+  std::vector<BenchModel> models;
+  if (!o.repository.empty()) {
+    models.push_back(existing_model(o, work.path()));
+  } else {
+    for (const auto& name : o.models) models.push_back(zoo_model(name, o, work.path()));
+  }
+  json results = json::array();
+  for (const auto& m : models) results.push_back(bench_model(m, o, work.path()));
+  r["goals"] = goals(results);
+  r["models"] = results;
+  return r;
+}
+
+namespace {
+
+std::string goal_note(const json& result, const std::string& model, const std::string& figure) {
+  for (const auto& g : result["goals"])
+    if (g["model"] == model && g["figure"] == figure)
+      return fmt::format(" (goal {}: {})", g["goal"].get<std::string>(), g["met"].get<bool>() ? "met" : "MISSED");
+  return "";
+}
+
+void print_soak(const json& r, std::ostream& out) {
+  out << fmt::format("glassbox bench serve --soak: {} at concurrency {} for {:.0f} s; {} cores ({}), torch {}\n",
+                     r["model"].get<std::string>(), r["concurrency"].get<int>(), r["seconds"].get<double>(),
+                     r["machine"]["cores"].get<int>(), r["machine"].value("cpu", "?"),
+                     r["machine"]["torch"].get<std::string>());
+  out << fmt::format("  {:>7}  {:>10}  {:>9}  {:>7}\n", "t s", "RSS MiB", "infer/s", "failed");
+  for (const auto& p : r["series"]) {
+    out << fmt::format("  {:>7.0f}  {:>10.1f}  {:>9.0f}  {:>7}\n", p["t_s"].get<double>(),
+                       p["rss_kib"].get<double>() / 1024.0, p["infer_per_s"].get<double>(),
+                       p["failed"].get<std::uint64_t>());
+  }
+  out << fmt::format("requests {} ({:.0f} infer/s, p50 {:.2f} ms, p99 {:.2f} ms), failed {} (goal 0: {})\n",
+                     r["requests"].get<std::uint64_t>(), r["infer_per_s"].get<double>(),
+                     r["p50_us"].get<double>() / 1e3, r["p99_us"].get<double>() / 1e3, r["failed"].get<std::uint64_t>(),
+                     r["failed"].get<std::uint64_t>() == 0 ? "met" : "MISSED");
+  out << fmt::format(
+      "RSS {:.1f} MiB at {:.0f} s (after warm-up) -> {:.1f} MiB at the end: {:+.2f} % (goal < 5 %: {}); server exit "
+      "status {}\n",
+      r["rss_warm_kib"].get<double>() / 1024.0, r["rss_warm_t_s"].get<double>(),
+      r["rss_end_kib"].get<double>() / 1024.0, r["rss_growth_pct"].get<double>(),
+      r["rss_growth_pct"].get<double>() < 5 ? "met" : "MISSED", r["server_exit"].dump());
+}
+
+}  // namespace
+
+void print_serve_bench(const json& r, std::ostream& out) {
+  if (r.value("bench", "") == "serve-soak") return print_soak(r, out);
+  const json& mc = r["machine"];
+  out << fmt::format(
+      "glassbox bench serve: {} cores ({}), {} GiB, torch {}, {}; {} intra-op threads, {} sample(s) per request, "
+      "binary tensors\n",
+      mc["cores"].get<int>(), mc.value("cpu", "?"), mc.value("memory_gib", 0.0), mc["torch"].get<std::string>(),
+      mc["date"].get<std::string>(), r["threads"].get<int>(), r["request_batch"].get<std::int64_t>());
+  out << fmt::format("served: max_batch_size {}, preferred {}, max_queue_delay {} us, 1 instance\n",
+                     r["max_batch_size"].get<int>(), r["preferred_batch_sizes"].dump(),
+                     r["max_queue_delay_us"].get<std::uint64_t>());
+  for (const auto& m : r["models"]) {
+    const std::string name = m["name"];
+    out << fmt::format("\n{}: {} (windows {:.1f} s after {:.1f} s warm-up)\n", name,
+                       m["description"].get<std::string>(), m["window_s"].get<double>(), m["warmup_s"].get<double>());
+    out << fmt::format("  {:<10} {:>5} {:>10} {:>10} {:>9} {:>9} {:>11} {:>11}\n", "", "conc", "infer/s", "samples/s",
+                       "p50 ms", "p99 ms", "client CPU", "server CPU");
+    const json& l = m["limit"];
+    out << fmt::format(
+        "  {:<10} {:>5} {:>10} {:>10.0f}   (LibTorch in-process, best batch {}, single forward {:.1f} us)\n", "limit",
+        "-", "-", l["samples_per_s"].get<double>(), l["batch_size"].get<std::int64_t>(),
+        l["single_forward_us"].get<double>());
+    for (const char* mode : {"served", "unbatched", "python"}) {
+      if (!m.contains(mode)) continue;
+      const json& p = m[mode];
+      out << fmt::format(
+          "  {:<10} {:>5} {:>10.0f} {:>10.0f} {:>9.2f} {:>9.2f} {:>11.2f} {:>11.2f}{}\n", mode,
+          p["concurrency"].get<int>(), p["infer_per_s"].get<double>(), p["samples_per_s"].get<double>(),
+          p["p50_us"].get<double>() / 1e3, p["p99_us"].get<double>() / 1e3, p["loadgen_cpu_cores"].get<double>(),
+          p["server_cpu_cores"].get<double>(),
+          p["failed"].get<std::uint64_t>() ? fmt::format("  FAILED {}", p["failed"].get<std::uint64_t>()) : "");
+    }
+    out << fmt::format("  served_vs_limit {:.3f}{}, batching_gain {:.2f}", m["served_vs_limit"].get<double>(),
+                       goal_note(r, name, "served_vs_limit"), m["batching_gain"].get<double>());
+    if (m.contains("vs_python"))
+      out << fmt::format(", vs_python {:.2f}{}", m["vs_python"].get<double>(), goal_note(r, name, "vs_python"));
+    out << "\n";
+    if (m.contains("overhead_us")) {
+      const json& s = m["served"]["server_c1"];
+      out << fmt::format(
+          "  at c=1: overhead_us {:.1f}{} (server {:.1f} us per request - compute {:.1f}; queue {:.1f}), "
+          "overhead_client_us {:.1f} (p50 {:.1f} - forward {:.1f})\n",
+          m["overhead_us"].get<double>(), goal_note(r, name, "overhead_us"), s["request_us"].get<double>(),
+          s["compute_us"].get<double>(), s["queue_us"].get<double>(), m["overhead_client_us"].get<double>(),
+          m["served"]["sweep"][0]["p50_us"].get<double>(), l["single_forward_us"].get<double>());
+    }
+    if (m.contains("python_server")) out << "  python: " << m["python_server"].get<std::string>() << "\n";
+  }
+}
+
+}  // namespace glassbox::bench
