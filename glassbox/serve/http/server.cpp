@@ -1,1 +1,485 @@
-// (being written)
+// HttpServer on Boost.Beast: listeners, one session per connection, graceful stop; see server.h.
+//
+// Lifetimes. Sessions live on their own strand and are kept alive by the shared_ptr bound into
+// each pending operation; while the engine holds a request (no operation pending) a session holds
+// itself (`self_`). Replies reach a session through a weak_ptr, behind a Gate that stop() closes
+// before the io_context goes away, so a callback that arrives late touches nothing of the
+// server. `Core` (the session registry) is declared before the io_context in Impl: sessions still
+// queued in the io_context are destroyed with it and unregister themselves from a live Core.
+#include "glassbox/serve/http/server.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "glassbox/base/error.h"
+#include "glassbox/serve/http/metrics.h"
+#include "glassbox/serve/http/routes.h"
+
+namespace glassbox::serve {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// Lets engine callbacks post into the io_context only while it exists: enter() fails once closed,
+// close() waits for the callers inside to leave.
+class Gate {
+ public:
+  bool enter() {
+    users_.fetch_add(1);
+    if (open_.load()) return true;
+    users_.fetch_sub(1);
+    return false;
+  }
+  void leave() { users_.fetch_sub(1); }
+  void close() {
+    open_.store(false);
+    while (users_.load() != 0) std::this_thread::yield();
+  }
+
+ private:
+  std::atomic<int> users_{0};
+  std::atomic<bool> open_{true};
+};
+
+class Session;
+using Handler = std::function<void(const HttpRequest&, Reply)>;
+
+struct Core {
+  explicit Core(HttpOptions o) : options(std::move(o)) {}
+  const HttpOptions options;
+  std::shared_ptr<Gate> gate = std::make_shared<Gate>();
+  std::atomic<bool> stopping{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unordered_set<Session*> sessions;  // registered in start(), removed by ~Session
+};
+
+std::string_view sv(beast::string_view s) { return {s.data(), s.size()}; }
+
+Method method_of(http::verb v) {
+  switch (v) {
+    case http::verb::get: return Method::kGet;
+    case http::verb::head: return Method::kHead;
+    case http::verb::post: return Method::kPost;
+    case http::verb::put: return Method::kPut;
+    case http::verb::delete_: return Method::kDelete;
+    default: return Method::kOther;
+  }
+}
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, Core& core, const Handler& handler)
+      : stream_(std::move(socket)), core_(core), handler_(handler) {}
+  ~Session() {
+    std::lock_guard lock(core_.mu);
+    core_.sessions.erase(this);
+    core_.cv.notify_all();
+  }
+
+  void start() {
+    {
+      std::lock_guard lock(core_.mu);
+      core_.sessions.insert(this);
+    }
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+  }
+
+  // stop(): an idle or reading connection closes now; one answering a request closes after writing.
+  void begin_stop() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->state_ == State::kReading) self->close();
+    });
+  }
+  // stop() after the grace period: close whatever the state.
+  void abort() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->self_.reset();
+      self->close();
+    });
+  }
+  // stop() once no I/O thread runs: drop the self-reference of a request the engine still holds.
+  void release() { self_.reset(); }
+
+ private:
+  enum class State { kReading, kBusy, kWriting, kClosed };
+
+  std::chrono::steady_clock::duration timeout() const { return core_.options.idle_timeout; }
+
+  void read_header() {
+    if (core_.stopping.load()) return close();
+    state_ = State::kReading;
+    parser_.emplace();
+    parser_->body_limit(core_.options.max_body_bytes);
+    parser_->header_limit(static_cast<std::uint32_t>(core_.options.max_header_bytes));
+    stream_.expires_after(timeout());
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::on_header, shared_from_this()));
+  }
+
+  void on_header(beast::error_code ec, std::size_t) {
+    if (ec) return on_read_error(ec);
+    auto& req = parser_->get();
+    if (!parser_->is_done() && beast::iequals(req[http::field::expect], "100-continue")) {
+      continue_ = http::response<http::empty_body>(http::status::continue_, req.version());
+      stream_.expires_after(timeout());
+      http::async_write(stream_, continue_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        if (ec) return self->close();
+        self->read_body();
+      });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    if (parser_->is_done()) return on_body({}, 0);
+    stream_.expires_after(timeout());
+    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_body, shared_from_this()));
+  }
+
+  void on_read_error(beast::error_code ec) {
+    const std::size_t limit = core_.options.max_body_bytes;
+    if (ec == http::error::body_limit) {
+      return fail(json_error(413, "request body is larger than the limit of " + std::to_string(limit) +
+                                      " bytes (hint: send a smaller request, or raise the server's --max-body-mib)"));
+    }
+    if (ec == http::error::header_limit) {
+      return fail(json_error(431, "request header fields are larger than the limit of " +
+                                      std::to_string(core_.options.max_header_bytes) + " bytes"));
+    }
+    if (ec.category() == beast::error_code(http::error::end_of_stream).category() && ec != http::error::end_of_stream &&
+        ec != http::error::partial_message) {
+      return fail(json_error(400, "malformed HTTP request: " + ec.message()));
+    }
+    close();  // end of stream, timeout, reset, cancelled: nothing to answer
+  }
+
+  void on_body(beast::error_code ec, std::size_t) {
+    if (ec) return on_read_error(ec);
+    auto& req = parser_->get();
+    keep_alive_ = req.keep_alive();
+    version_ = req.version();
+    head_ = req.method() == http::verb::head;
+    HttpRequest r;
+    r.method = method_of(req.method());
+    r.target = sv(req.target());
+    r.authorization = sv(req[http::field::authorization]);
+    r.x_api_key = sv(req["X-API-Key"]);
+    r.content_encoding = sv(req[http::field::content_encoding]);
+    r.accept_encoding = sv(req[http::field::accept_encoding]);
+    if (auto it = req.find("Inference-Header-Content-Length"); it != req.end())
+      r.inference_header_length = sv(it->value());
+    if (!req.body().empty()) r.body = std::make_shared<const std::string>(std::move(req.body()));
+    state_ = State::kBusy;
+    self_ = shared_from_this();
+    const std::uint64_t seq = ++seq_;
+    try {
+      handler_(r, make_reply(seq));
+    } catch (...) {  // the handlers catch everything themselves; this is the last line
+      if (state_ == State::kBusy && seq_ == seq) {
+        self_.reset();
+        write(json_error(500, "internal error"));
+      }
+    }
+  }
+
+  Reply make_reply(std::uint64_t seq) {
+    return [weak = weak_from_this(), gate = core_.gate, seq](HttpResponse response) {
+      if (!gate->enter()) return;  // the server stopped: drop it
+      {
+        std::shared_ptr<Session> self = weak.lock();
+        if (self) {
+          auto executor = self->stream_.get_executor();
+          net::dispatch(executor, [self = std::move(self), seq, response = std::move(response)]() mutable {
+            self->on_response(seq, std::move(response));
+          });
+        }
+      }
+      gate->leave();
+    };
+  }
+
+  void on_response(std::uint64_t seq, HttpResponse response) {
+    if (state_ != State::kBusy || seq != seq_) return;  // a second reply, or the connection was aborted
+    self_.reset();
+    write(std::move(response));
+  }
+
+  // An error before the request was read whole: answer, then close without reading more.
+  void fail(HttpResponse response) {
+    keep_alive_ = false;
+    head_ = false;
+    if (parser_ && parser_->is_header_done()) version_ = parser_->get().version();
+    linger_ = true;
+    write(std::move(response));
+  }
+
+  void write(HttpResponse r) {
+    state_ = State::kWriting;
+    res_ = {};
+    res_.version(version_);
+    res_.result(static_cast<unsigned>(r.status));
+    if (!r.content_type.empty()) res_.set(http::field::content_type, r.content_type);
+    if (r.inference_header_length)
+      res_.set("Inference-Header-Content-Length", std::to_string(*r.inference_header_length));
+    if (!r.allow.empty()) res_.set(http::field::allow, r.allow);
+    if (!r.content_encoding.empty()) res_.set(http::field::content_encoding, r.content_encoding);
+    close_after_ = r.close || !keep_alive_ || core_.stopping.load();
+    res_.keep_alive(!close_after_);
+    if (head_) {
+      res_.content_length(r.body.size());  // HEAD: the length of the body a GET would get, no body
+    } else {
+      res_.body() = std::move(r.body);
+      res_.prepare_payload();
+    }
+    stream_.expires_after(timeout());
+    http::async_write(stream_, res_, beast::bind_front_handler(&Session::on_write, shared_from_this()));
+  }
+
+  void on_write(beast::error_code ec, std::size_t) {
+    if (ec) return close();
+    if (linger_ && !core_.stopping.load()) return linger();
+    if (close_after_ || core_.stopping.load()) return close();
+    read_header();
+  }
+
+  // After an error response to a request whose body was not read: stop sending and discard what
+  // the client still sends (at most 2 s), so that closing does not reset the connection before the
+  // client has read the answer.
+  void linger() {
+    state_ = State::kReading;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(std::chrono::seconds(2));
+    discard_.resize(16 << 10);
+    stream_.async_read_some(net::buffer(discard_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->close();
+      self->linger();
+    });
+  }
+
+  void close() {
+    if (state_ == State::kClosed) return;
+    state_ = State::kClosed;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  Core& core_;
+  const Handler& handler_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::empty_body> continue_;
+  http::response<http::string_body> res_;
+  std::string discard_;
+  std::shared_ptr<Session> self_;  // while the handler holds the request
+  State state_ = State::kReading;
+  std::uint64_t seq_ = 0;
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+  bool head_ = false;
+  bool close_after_ = false;
+  bool linger_ = false;
+};
+
+class Listener : public std::enable_shared_from_this<Listener> {
+ public:
+  Listener(net::io_context& ioc, Core& core, const Handler& handler)
+      : ioc_(ioc), acceptor_(net::make_strand(ioc)), retry_(acceptor_.get_executor()), core_(core), handler_(handler) {}
+
+  // Binds and listens; `flag` names the CLI option that picks this port.
+  void bind(const tcp::endpoint& endpoint, const std::string& address, const char* flag) {
+    beast::error_code ec;
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (ec == net::error::address_in_use) {
+      throw Error(
+          ErrorCode::kUnavailable, "port " + std::to_string(endpoint.port()) + " is in use on " + address,
+          std::string("stop the other server on it, or pick another port with ") + flag + " (0: any free port)");
+    }
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) {
+      throw Error(ErrorCode::kUnavailable,
+                  "cannot listen on " + address + ":" + std::to_string(endpoint.port()) + ": " + ec.message(),
+                  std::string("check --address and ") + flag);
+    }
+  }
+  int port() const { return acceptor_.local_endpoint().port(); }
+
+  void accept() {
+    acceptor_.async_accept(net::make_strand(ioc_), beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
+  }
+  void close() {
+    net::post(acceptor_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ignored;
+      self->acceptor_.close(ignored);
+      self->retry_.cancel();
+    });
+  }
+
+ private:
+  void on_accept(beast::error_code ec, tcp::socket socket) {
+    if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec) {  // e.g. out of file descriptors: try again shortly instead of spinning
+      retry_.expires_after(std::chrono::milliseconds(50));
+      retry_.async_wait([self = shared_from_this()](beast::error_code e) {
+        if (!e) self->accept();
+      });
+      return;
+    }
+    if (core_.stopping.load()) return;  // the socket closes as it goes out of scope
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    std::make_shared<Session>(std::move(socket), core_, handler_)->start();
+    accept();
+  }
+
+  net::io_context& ioc_;
+  tcp::acceptor acceptor_;
+  net::steady_timer retry_;
+  Core& core_;
+  const Handler& handler_;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Impl(Engine& e, HttpOptions o)
+      : engine(e),
+        core(std::move(o)),
+        router(e, core.options),
+        api([this](const HttpRequest& r, Reply reply) { router.handle(r, std::move(reply)); }),
+        metrics([this](const HttpRequest& r, Reply reply) {
+          reply(metrics_response(r, engine, core.options.metric_names));
+        }),
+        ioc(core.options.resolved_threads()) {}
+
+  // Sessions alive now (skipping any already being destroyed).
+  std::vector<std::shared_ptr<Session>> sessions() {
+    std::vector<std::shared_ptr<Session>> out;
+    std::lock_guard lock(core.mu);
+    for (Session* s : core.sessions) {
+      if (auto p = s->weak_from_this().lock()) out.push_back(std::move(p));
+    }
+    return out;
+  }
+  bool wait_sessions(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(core.mu);
+    return core.cv.wait_for(lock, timeout, [this] { return core.sessions.empty(); });
+  }
+
+  Engine& engine;
+  Core core;  // before ioc: outlives the sessions the io_context destroys
+  Router router;
+  Handler api, metrics;
+  net::io_context ioc;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::shared_ptr<Listener> http_listener, metrics_listener;
+  std::vector<std::thread> threads;
+  int http_port = -1, metrics_port = -1;
+  bool started = false, stopped = false;
+};
+
+HttpServer::HttpServer(Engine& engine, HttpOptions options)
+    : impl_(std::make_unique<Impl>(engine, std::move(options))) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+int HttpServer::http_port() const { return impl_->http_port; }
+int HttpServer::metrics_port() const { return impl_->metrics_port; }
+
+void HttpServer::start() {
+  Impl& m = *impl_;
+  GB_CHECK(!m.started, FailedPrecondition, "the HTTP server was already started", std::string("start it once"));
+  const HttpOptions& o = m.core.options;
+  o.validate();
+  beast::error_code ec;
+  tcp::resolver resolver(m.ioc);
+  auto results = resolver.resolve(o.address, "0", tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec || results.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "cannot resolve the address '" + o.address + "': " + ec.message(),
+                std::string("pass --address as an IP address: 0.0.0.0 (every interface), 127.0.0.1 or ::"));
+  }
+  const auto ip = results.begin()->endpoint().address();
+  auto http_listener = std::make_shared<Listener>(m.ioc, m.core, m.api);
+  http_listener->bind(tcp::endpoint(ip, static_cast<unsigned short>(o.http_port)), o.address, "--http-port");
+  std::shared_ptr<Listener> metrics_listener;
+  if (o.metrics_port >= 0) {
+    metrics_listener = std::make_shared<Listener>(m.ioc, m.core, m.metrics);
+    metrics_listener->bind(tcp::endpoint(ip, static_cast<unsigned short>(o.metrics_port)), o.address, "--metrics-port");
+  }
+  m.http_port = http_listener->port();
+  m.metrics_port = metrics_listener ? metrics_listener->port() : -1;
+  m.http_listener = std::move(http_listener);
+  m.metrics_listener = std::move(metrics_listener);
+
+  m.work.emplace(m.ioc.get_executor());
+  const int n = o.resolved_threads();
+  for (int i = 0; i < n; ++i) {
+    m.threads.emplace_back([&m] {
+      for (;;) {  // nothing escapes an I/O thread: a handler that throws is reported and the loop goes on
+        try {
+          m.ioc.run();
+          return;
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "glassbox serve: I/O thread: %s\n", e.what());
+        } catch (...) {
+          std::fprintf(stderr, "glassbox serve: I/O thread: unknown exception\n");
+        }
+      }
+    });
+  }
+  m.http_listener->accept();
+  if (m.metrics_listener) m.metrics_listener->accept();
+  m.started = true;
+}
+
+void HttpServer::stop(std::chrono::milliseconds grace) {
+  Impl& m = *impl_;
+  if (!m.started || m.stopped) return;
+  m.stopped = true;
+  m.core.stopping.store(true);
+  m.http_listener->close();
+  if (m.metrics_listener) m.metrics_listener->close();
+  for (const auto& s : m.sessions()) s->begin_stop();
+  if (!m.wait_sessions(grace)) {
+    for (const auto& s : m.sessions()) s->abort();
+    m.wait_sessions(std::chrono::seconds(1));  // closed sockets end their operations at once
+  }
+  m.work.reset();
+  m.ioc.stop();
+  for (std::thread& t : m.threads) t.join();
+  m.threads.clear();
+  m.core.gate->close();
+  for (const auto& s : m.sessions()) s->release();
+  m.http_listener.reset();
+  m.metrics_listener.reset();
+}
+
+}  // namespace glassbox::serve

@@ -1,0 +1,30 @@
+// HTTP content codings for glassbox serve: inflating gzip/deflate request bodies under the body
+// limit, and gzip for responses when the client accepts it.
+//
+//   auto body = decode_content(raw, "gzip", 64 << 20);   // HttpError 413 / 400 / 501
+//   if (accepts_gzip(accept_encoding)) compressed = gzip(text);
+//
+// Thread safety: free functions without shared state.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace glassbox::serve {
+
+// `encoding`: the Content-Encoding header ("" or "identity": `body` itself; "gzip"/"x-gzip";
+// "deflate": zlib format, or raw deflate as some clients send). Throws HttpError: 413 when the
+// inflated body exceeds `max_bytes`, 400 for corrupt or truncated data, 501 "unsupported
+// Content-Encoding 'br'" for other codings.
+std::shared_ptr<const std::string> decode_content(std::shared_ptr<const std::string> body, std::string_view encoding,
+                                                  std::size_t max_bytes);
+
+// True when an Accept-Encoding header allows gzip (a "gzip" or "*" token without q=0).
+bool accepts_gzip(std::string_view accept_encoding);
+
+// The gzip (RFC 1952) encoding of `data`.
+std::string gzip(std::string_view data);
+
+}  // namespace glassbox::serve

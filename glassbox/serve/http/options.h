@@ -1,0 +1,42 @@
+// HttpOptions: how `glassbox serve`'s HTTP front end listens (address, ports, threads), what it
+// accepts (body size, JSON depth), who may call it (API key) and how it names metrics.
+//
+//   serve::HttpOptions o;
+//   o.http_port = 0;                 // any free port (tests)
+//   o.metrics_port = -1;             // no metrics listener
+//   o.api_key = "s3cret-key";        // repository control endpoints need it
+//   o.validate();                    // InvalidArgument naming the option (and its CLI flag)
+//
+// Thread safety: a value type; HttpServer keeps its own copy.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace glassbox::serve {
+
+// kPrometheus: names that pass `promtool check metrics` (counters end in _total, durations in
+// seconds). kTriton: Triton's exact names and units (microsecond counters) for existing dashboards.
+enum class MetricNames { kPrometheus, kTriton };
+
+struct HttpOptions {
+  std::string address = "0.0.0.0";
+  int http_port = 8000;                      // 0: an ephemeral port (tests)
+  int metrics_port = 8002;                   // 0: ephemeral; -1: no metrics listener
+  int threads = 0;                           // I/O threads; 0: std::thread::hardware_concurrency() (at least 2)
+  std::size_t max_body_bytes = 64ull << 20;  // after decompression too
+  int max_json_depth = 100;
+  std::string api_key;             // non-empty: repository control endpoints require it
+  bool protect_inference = false;  // also require the key for infer / metadata
+  MetricNames metric_names = MetricNames::kPrometheus;
+  std::chrono::seconds idle_timeout{60};    // keep-alive connections idle longer are closed
+  std::size_t max_header_bytes = 64 << 10;  // request line + header fields -> 431 beyond
+
+  // InvalidArgument naming the option.
+  void validate() const;
+  // The I/O thread count `threads` resolves to.
+  int resolved_threads() const;
+};
+
+}  // namespace glassbox::serve
