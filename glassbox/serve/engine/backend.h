@@ -28,7 +28,7 @@
 //     config parameter "glassbox.output" = "probabilities" and a contract whose output kind is
 //     logits, output 0 is softmax(logits, 1).
 //
-// Load checks: load_backend runs the model once on the CPU (on the first instance's device) with
+// Load checks: load_backend runs the model once (on the first instance's device) with
 // the first model_warmup sample, or, without one, a batch of 1 of zeros (empty strings for BYTES,
 // -1 dims as 1) and compares what forward() returns with the config: the number of outputs, each
 // data type and non-batch dims. A contradiction is InvalidArgument naming the model, the output,

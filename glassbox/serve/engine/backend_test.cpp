@@ -246,9 +246,10 @@ TEST(Backend, GlassboxPlatformAppliesTheContractsPreprocessing) {
   EXPECT_TRUE(torch::allclose(from_wire(out[0][0]), want, 1e-5, 1e-6))
       << (from_wire(out[0][0]) - want).abs().max().item<float>();
 
-  auto probs = load(write_glassbox_model(repo, "probs",
-                                         "parameters { key: \"glassbox.output\" value: { string_value: \"probabilities\" } }"))
-                   ->create_instance(0);
+  auto probs =
+      load(write_glassbox_model(repo, "probs",
+                                "parameters { key: \"glassbox.output\" value: { string_value: \"probabilities\" } }"))
+          ->create_instance(0);
   const auto p = run(*probs, {{wire("INPUT__0", pixels)}});
   EXPECT_TRUE(torch::allclose(from_wire(p[0][0]), want.softmax(1), 1e-5, 1e-7));
 
@@ -279,8 +280,7 @@ TEST(Backend, ConfigContradictingTheModelIsRefusedNamingOutputAndDims) {
       << e.one_line();
 
   config = kAffineConfig;
-  config.replace(config.find("output ["), 8,
-                 "output [ { name: \"OUTPUT__1\" data_type: TYPE_FP32 dims: [ 3 ] },");
+  config.replace(config.find("output ["), 8, "output [ { name: \"OUTPUT__1\" data_type: TYPE_FP32 dims: [ 3 ] },");
   e = load_error(write_model(repo, "affine", config, kAffineSource, weights));
   EXPECT_NE(e.message().find("output 'OUTPUT__1' is element 1 of forward()'s result, which has 1 output"),
             std::string::npos)
@@ -416,8 +416,9 @@ TEST(Backend, EachInstanceThreadGetsItsOwnIntraOpThreadCount) {
 TEST(Backend, GpuInstancesWithoutCudaAreUnavailable) {
   if (torch::cuda::is_available()) GTEST_SKIP() << "a CUDA device is present";
   const fs::path repo = glassbox::testing::temp_dir("backend-gpu");
-  const Error e = load_error(write_model(repo, "affine", std::string(kAffineConfig) + "instance_group [ { kind: KIND_GPU } ]\n",
-                                         kAffineSource, affine_weights()));
+  const Error e =
+      load_error(write_model(repo, "affine", std::string(kAffineConfig) + "instance_group [ { kind: KIND_GPU } ]\n",
+                             kAffineSource, affine_weights()));
   EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
   EXPECT_NE(e.message().find("model 'affine': instance_group[0] is KIND_GPU"), std::string::npos) << e.one_line();
 }

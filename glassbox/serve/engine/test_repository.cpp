@@ -66,13 +66,14 @@ Tensor wire_strings(const std::string& name, const std::vector<std::string>& val
 at::Tensor from_wire(const Tensor& t) {
   const std::optional<DataType> dt = t.datatype;
   c10::ScalarType type = at::kFloat;
-  for (c10::ScalarType s : {at::kBool, at::kByte, at::kUInt16, at::kUInt32, at::kUInt64, at::kChar, at::kShort, at::kInt,
-                            at::kLong, at::kHalf, at::kFloat, at::kDouble, at::kBFloat16}) {
+  for (c10::ScalarType s : {at::kBool, at::kByte, at::kUInt16, at::kUInt32, at::kUInt64, at::kChar, at::kShort,
+                            at::kInt, at::kLong, at::kHalf, at::kFloat, at::kDouble, at::kBFloat16}) {
     if (wire_type(s) == *dt) type = s;
   }
   at::Tensor out = torch::empty(t.shape, torch::TensorOptions().dtype(type));
-  if (t.size != out.nbytes()) throw std::runtime_error("wire tensor " + t.name + " has " + std::to_string(t.size) +
-                                                       " bytes for shape " + shape_string(t.shape));
+  if (t.size != out.nbytes())
+    throw std::runtime_error("wire tensor " + t.name + " has " + std::to_string(t.size) + " bytes for shape " +
+                             shape_string(t.shape));
   if (t.size != 0) std::memcpy(out.data_ptr(), t.data, t.size);
   return out;
 }

@@ -43,8 +43,7 @@ DataType wire_type(c10::ScalarType type);
 // A wire tensor holding a copy of `t`'s bytes (made contiguous), shape t's.
 Tensor wire(const std::string& name, const at::Tensor& t);
 // A BYTES wire tensor of `values`, shape `shape`.
-Tensor wire_strings(const std::string& name, const std::vector<std::string>& values,
-                    std::vector<std::int64_t> shape);
+Tensor wire_strings(const std::string& name, const std::vector<std::string>& values, std::vector<std::int64_t> shape);
 // A LibTorch tensor holding a copy of a fixed-size wire tensor.
 at::Tensor from_wire(const Tensor& t);
 // The elements of a BYTES wire tensor.

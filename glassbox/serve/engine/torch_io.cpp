@@ -50,10 +50,10 @@ std::string dtype_text(c10::ScalarType type) {
 at::Tensor gather_input(std::span<const BatchItem> items, std::size_t index, c10::ScalarType dtype, bool batched,
                         const std::string& model, const std::string& input) {
   GB_CHECK(!items.empty(), Internal, "model '" << model << "': an empty batch", std::string("report this as a bug"));
-  GB_CHECK(batched || items.size() == 1, Internal,
-           "model '" << model << "' has no batch axis (max_batch_size 0) but got a batch of " << items.size()
-                     << " requests",
-           std::string("report this as a bug"));
+  GB_CHECK(
+      batched || items.size() == 1, Internal,
+      "model '" << model << "' has no batch axis (max_batch_size 0) but got a batch of " << items.size() << " requests",
+      std::string("report this as a bug"));
   const Tensor& first = (*items[0].inputs).at(index);
   std::vector<std::int64_t> shape = first.shape;
   if (batched) {
@@ -71,9 +71,9 @@ at::Tensor gather_input(std::span<const BatchItem> items, std::size_t index, c10
   for (const BatchItem& item : items) {
     const Tensor& in = (*item.inputs).at(index);
     const std::int64_t count = in.element_count();
-    const bool same_sample = in.shape.size() == first.shape.size() &&
-                             std::equal(in.shape.begin() + (batched ? 1 : 0), in.shape.end(),
-                                        first.shape.begin() + (batched ? 1 : 0));
+    const bool same_sample =
+        in.shape.size() == first.shape.size() &&
+        std::equal(in.shape.begin() + (batched ? 1 : 0), in.shape.end(), first.shape.begin() + (batched ? 1 : 0));
     GB_CHECK(same_sample && count >= 0 && (!batched || in.shape[0] == item.batch_size), InvalidArgument,
              "input '" << input << "' of model '" << model << "' has shape " << shape_string(in.shape)
                        << " in a batch of shape " << shape_string(first.shape) << " (batch size " << item.batch_size
@@ -120,8 +120,8 @@ c10::List<std::string> gather_strings(std::span<const BatchItem> items, std::siz
   c10::List<std::string> list;
   for (const BatchItem& item : items) {
     const Tensor& in = (*item.inputs).at(index);
-    for (std::string& s : parse_strings(in.bytes(), in.element_count(),
-                                        "input '" + input + "' of model '" + model + "'"))
+    for (std::string& s :
+         parse_strings(in.bytes(), in.element_count(), "input '" + input + "' of model '" + model + "'"))
       list.push_back(std::move(s));
   }
   return list;

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include <ATen/core/Tensor.h>
 #include <ATen/core/List.h>
+#include <ATen/core/Tensor.h>
 
 #include "glassbox/export/model_config.h"
 #include "glassbox/serve/engine/api.h"
