@@ -13,9 +13,23 @@
 // "Exceeds maximum queue size", default_timeout_microseconds -> 503 "Request timeout expired").
 // Requests larger than max_batch_size are refused (400) unless splitting is enabled
 // (parameters { key: "glassbox.split_large_requests" value: { string_value: "true" } } or
-// RunnerOptions), then they run as several batches and their outputs are joined.
-// Thread safety: all members may be called from any thread. The destructor stops the instance
-// threads after answering every queued request with Unavailable.
+// RunnerOptions), then they run as several batches and their outputs are joined (the first
+// error wins). dynamic_batching.preserve_ordering: responses are delivered in arrival order.
+// Validation messages are listed in validate.h, statistics in stats.h.
+//
+// Threads: config.instance_group[*].count instance threads (count 0 means 1; no group: one), each
+// creating its instance and running batches; an idle instance forms the next batch itself. When
+// a queue policy has timeouts, one more thread answers requests whose deadline passes while
+// every instance is busy. Callbacks run on these threads (or inline in submit() for requests
+// refused up front: invalid, queue full, closed), never under a lock, exactly once each; an
+// exception a callback throws is swallowed.
+// Errors given to callbacks: InvalidArgument (validate.h), ResourceExhausted "Exceeds maximum
+// queue size", Unavailable "Request timeout expired", Unavailable `why` (after close(why), or
+// for requests still queued when drain() times out), and whatever the backend threw (its
+// glassbox::Error as is; other exceptions as Internal "model 'm' version N failed: ...").
+// Thread safety: all members may be called from any thread. The destructor closes the runner,
+// drains it for at most 100 ms (then answers every queued request with Unavailable), waits for
+// executing batches and joins its threads.
 #pragma once
 
 #include <chrono>
