@@ -94,8 +94,8 @@ void run_serve(const ServeArgs& a) {
   ho.metric_names = a.metric_names == "triton" ? serve::MetricNames::kTriton : serve::MetricNames::kPrometheus;
   if (!a.api_key_file.empty()) ho.api_key = read_api_key(a.api_key_file);
   ho.protect_inference = a.protect_inference;
-  GB_CHECK(!ho.protect_inference || !ho.api_key.empty(), InvalidArgument,
-           "--protect-inference needs an API key", std::string("add --api-key-file F"));
+  GB_CHECK(!ho.protect_inference || !ho.api_key.empty(), InvalidArgument, "--protect-inference needs an API key",
+           std::string("add --api-key-file F"));
   ho.validate();
 
   // Block the shutdown signals before any thread exists; every thread inherits the mask.
@@ -173,7 +173,8 @@ void add_serve(CLI::App& app) {
   cmd->add_flag("--protect-inference", a->protect_inference, "require the API key for inference and metadata too");
   cmd->add_option("--exit-timeout", a->exit_timeout, "seconds to finish queued and in-flight requests at shutdown")
       ->capture_default_str();
-  cmd->add_option("--threads", a->threads, "HTTP I/O threads (0: one per core, at least 2)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", a->threads, "HTTP I/O threads (0: one per core, at least 2)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--intra-op-threads", a->intra_op_threads,
                   "LibTorch threads per model instance unless its config sets INTRA_OP_THREAD_COUNT (0: default)")
       ->check(CLI::NonNegativeNumber);

@@ -43,7 +43,22 @@
 namespace glassbox::serve {
 
 // KServe v2 datatypes (config enum TYPE_<name>; BYTES is TYPE_STRING).
-enum class DataType { kBool, kUint8, kUint16, kUint32, kUint64, kInt8, kInt16, kInt32, kInt64, kFp16, kFp32, kFp64, kBf16, kBytes };
+enum class DataType {
+  kBool,
+  kUint8,
+  kUint16,
+  kUint32,
+  kUint64,
+  kInt8,
+  kInt16,
+  kInt32,
+  kInt64,
+  kFp16,
+  kFp32,
+  kFp64,
+  kBf16,
+  kBytes
+};
 
 // "FP32" for kFp32 ...; "BYTES" for kBytes.
 const char* datatype_name(DataType type);
@@ -101,7 +116,7 @@ struct InferResponse {
   std::string model;
   std::int64_t version = 0;
   std::string id;
-  std::vector<Tensor> outputs;           // in the order requested (config order when all)
+  std::vector<Tensor> outputs;             // in the order requested (config order when all)
   std::vector<RequestedOutput> requested;  // the request's list, as sent (for binary flags)
 };
 
@@ -176,9 +191,9 @@ struct EngineOptions {
   std::filesystem::path repository;
   ModelControlMode control_mode = ModelControlMode::kNone;
   std::vector<std::string> startup_models;  // explicit mode: loaded at start ("*" = all)
-  bool strict_config = false;  // Triton fields outside glassbox's subset: error (true) or skipped
-  bool split_large_requests = false;  // default for models whose config does not say
-  int default_intra_op_threads = 0;   // 0: LibTorch's default; a model's INTRA_OP_THREAD_COUNT wins
+  bool strict_config = false;               // Triton fields outside glassbox's subset: error (true) or skipped
+  bool split_large_requests = false;        // default for models whose config does not say
+  int default_intra_op_threads = 0;         // 0: LibTorch's default; a model's INTRA_OP_THREAD_COUNT wins
   // InvalidArgument naming the option.
   void validate() const;
 };
