@@ -1,13 +1,20 @@
 // HttpServer on Boost.Beast: listeners, one session per connection, graceful stop; see server.h.
 //
-// Lifetimes. Sessions live on their own strand and are kept alive by the shared_ptr bound into
+// Threads. One single-threaded io_context per I/O thread (IoPool); each connection lives on one.
+//
+// Lifetimes. Sessions live on their io_context and are kept alive by the shared_ptr bound into
 // each pending operation; while the engine holds a request (no operation pending) a session holds
 // itself (`self_`). Replies reach a session through a weak_ptr, behind a Gate that stop() closes
 // before the io_context goes away, so a callback that arrives late touches nothing of the
 // server. `Core` (the session registry) is declared before the io_context in Impl: sessions still
 // queued in the io_context are destroyed with it and unregister themselves from a live Core.
+//
+// Timeouts. Each I/O step (read a request, write a response, linger) stores a deadline in an
+// atomic; one sweeper timer closes the sessions past theirs. That costs no timer syscall per
+// request (Beast's per-operation timers cost two). A request held by the engine has no deadline.
 #include "glassbox/serve/http/server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -26,7 +33,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -92,7 +98,9 @@ Method method_of(http::verb v) {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, Core& core, const Handler& handler)
-      : stream_(std::move(socket)), core_(core), handler_(handler) {}
+      : socket_(std::move(socket)), core_(core), handler_(handler) {
+    buffer_.reserve(kBufferBytes);
+  }
   ~Session() {
     std::lock_guard lock(core_.mu);
     core_.sessions.erase(this);
@@ -104,18 +112,18 @@ class Session : public std::enable_shared_from_this<Session> {
       std::lock_guard lock(core_.mu);
       core_.sessions.insert(this);
     }
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->read_header(); });
   }
 
   // stop(): an idle or reading connection closes now; one answering a request closes after writing.
   void begin_stop() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
       if (self->state_ == State::kReading) self->close();
     });
   }
   // stop() after the grace period: close whatever the state.
   void abort() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
       self->self_.reset();
       self->close();
     });
@@ -125,27 +133,53 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   enum class State { kReading, kBusy, kWriting, kClosed };
+  static constexpr std::size_t kBufferBytes = 16 << 10;  // a connection's read buffer
+  static constexpr std::size_t kMaxReadAhead = 8 << 20;  // room made for a large body
 
-  std::chrono::steady_clock::duration timeout() const { return core_.options.idle_timeout; }
+  // The sweeper (HttpServer::Impl) closes a session whose deadline passed; 0: no deadline (the
+  // engine holds the request). One atomic store per I/O step instead of a timer syscall.
+  void arm(std::chrono::steady_clock::duration d = {}) {
+    if (d == std::chrono::steady_clock::duration{}) d = core_.options.idle_timeout;
+    deadline_.store((std::chrono::steady_clock::now() + d).time_since_epoch().count(), std::memory_order_relaxed);
+  }
+  void disarm() { deadline_.store(0, std::memory_order_relaxed); }
 
+ public:
+  bool overdue(std::int64_t now) const {
+    const std::int64_t d = deadline_.load(std::memory_order_relaxed);
+    return d != 0 && d <= now;
+  }
+  // Sweeper: close if the deadline still stands once on the session's thread.
+  void expire() {
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
+      if (self->overdue(std::chrono::steady_clock::now().time_since_epoch().count())) self->close();
+    });
+  }
+
+ private:
   void read_header() {
     if (core_.stopping.load()) return close();
     state_ = State::kReading;
     parser_.emplace();
     parser_->body_limit(core_.options.max_body_bytes);
     parser_->header_limit(static_cast<std::uint32_t>(core_.options.max_header_bytes));
-    stream_.expires_after(timeout());
-    http::async_read_header(stream_, buffer_, *parser_,
+    arm();
+    http::async_read_header(socket_, buffer_, *parser_,
                             beast::bind_front_handler(&Session::on_header, shared_from_this()));
   }
 
   void on_header(beast::error_code ec, std::size_t) {
     if (ec) return on_read_error(ec);
     auto& req = parser_->get();
+    // Beast reads at most the buffer's free capacity (at least 512 bytes) per receive: make room for
+    // a large body up front, so it arrives in few reads (shrunk again after the request).
+    if (const auto n = parser_->content_length(); n && *n > buffer_.capacity() - buffer_.size()) {
+      buffer_.reserve(buffer_.size() + static_cast<std::size_t>(std::min<std::uint64_t>(*n, kMaxReadAhead)));
+    }
     if (!parser_->is_done() && beast::iequals(req[http::field::expect], "100-continue")) {
       continue_ = http::response<http::empty_body>(http::status::continue_, req.version());
-      stream_.expires_after(timeout());
-      http::async_write(stream_, continue_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      arm();
+      http::async_write(socket_, continue_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
         if (ec) return self->close();
         self->read_body();
       });
@@ -156,8 +190,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void read_body() {
     if (parser_->is_done()) return on_body({}, 0);
-    stream_.expires_after(timeout());
-    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_body, shared_from_this()));
+    arm();
+    http::async_read(socket_, buffer_, *parser_, beast::bind_front_handler(&Session::on_body, shared_from_this()));
   }
 
   void on_read_error(beast::error_code ec) {
@@ -179,6 +213,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void on_body(beast::error_code ec, std::size_t) {
     if (ec) return on_read_error(ec);
+    if (buffer_.capacity() > 4 * kBufferBytes && buffer_.size() == 0) {  // after a large body
+      buffer_.shrink_to_fit();
+      buffer_.reserve(kBufferBytes);
+    }
     auto& req = parser_->get();
     keep_alive_ = req.keep_alive();
     version_ = req.version();
@@ -194,6 +232,7 @@ class Session : public std::enable_shared_from_this<Session> {
       r.inference_header_length = sv(it->value());
     if (!req.body().empty()) r.body = std::make_shared<const std::string>(std::move(req.body()));
     state_ = State::kBusy;
+    disarm();  // the engine's time is the engine's (its queue policy and timeouts)
     self_ = shared_from_this();
     const std::uint64_t seq = ++seq_;
     try {
@@ -212,7 +251,7 @@ class Session : public std::enable_shared_from_this<Session> {
       {
         std::shared_ptr<Session> self = weak.lock();
         if (self) {
-          auto executor = self->stream_.get_executor();
+          auto executor = self->socket_.get_executor();
           net::dispatch(executor, [self = std::move(self), seq, response = std::move(response)]() mutable {
             self->on_response(seq, std::move(response));
           });
@@ -255,8 +294,8 @@ class Session : public std::enable_shared_from_this<Session> {
       res_.body() = std::move(r.body);
       res_.prepare_payload();
     }
-    stream_.expires_after(timeout());
-    http::async_write(stream_, res_, beast::bind_front_handler(&Session::on_write, shared_from_this()));
+    arm();
+    http::async_write(socket_, res_, beast::bind_front_handler(&Session::on_write, shared_from_this()));
   }
 
   void on_write(beast::error_code ec, std::size_t) {
@@ -272,10 +311,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void linger() {
     state_ = State::kReading;
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.expires_after(std::chrono::seconds(2));
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    arm(std::chrono::seconds(2));
     discard_.resize(16 << 10);
-    stream_.async_read_some(net::buffer(discard_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    socket_.async_read_some(net::buffer(discard_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
       if (ec) return self->close();
       self->linger();
     });
@@ -285,11 +324,12 @@ class Session : public std::enable_shared_from_this<Session> {
     if (state_ == State::kClosed) return;
     state_ = State::kClosed;
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
+    disarm();
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
   }
 
-  beast::tcp_stream stream_;
+  tcp::socket socket_;
   Core& core_;
   const Handler& handler_;
   beast::flat_buffer buffer_;
@@ -297,7 +337,8 @@ class Session : public std::enable_shared_from_this<Session> {
   http::response<http::empty_body> continue_;
   http::response<http::string_body> res_;
   std::string discard_;
-  std::shared_ptr<Session> self_;  // while the handler holds the request
+  std::shared_ptr<Session> self_;          // while the handler holds the request
+  std::atomic<std::int64_t> deadline_{0};  // steady_clock ticks; 0: none
   State state_ = State::kReading;
   std::uint64_t seq_ = 0;
   unsigned version_ = 11;
@@ -307,10 +348,51 @@ class Session : public std::enable_shared_from_this<Session> {
   bool linger_ = false;
 };
 
+// One single-threaded io_context per I/O thread: a connection lives on one of them (round-robin), so
+// its handlers never race and no strand or cross-thread hand-off is needed on the request path.
+class IoPool {
+ public:
+  explicit IoPool(int n) {
+    for (int i = 0; i < n; ++i) contexts_.push_back(std::make_unique<net::io_context>(1));
+  }
+  net::io_context& first() { return *contexts_.front(); }
+  net::io_context& next() { return *contexts_[next_.fetch_add(1, std::memory_order_relaxed) % contexts_.size()]; }
+
+  void run() {
+    for (auto& c : contexts_) {
+      work_.emplace_back(c->get_executor());
+      threads_.emplace_back([ioc = c.get()] {
+        for (;;) {  // nothing escapes an I/O thread: a handler that throws is reported and the loop goes on
+          try {
+            ioc->run();
+            return;
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "glassbox serve: I/O thread: %s\n", e.what());
+          } catch (...) {
+            std::fprintf(stderr, "glassbox serve: I/O thread: unknown exception\n");
+          }
+        }
+      });
+    }
+  }
+  void stop() {
+    work_.clear();
+    for (auto& c : contexts_) c->stop();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  std::vector<std::unique_ptr<net::io_context>> contexts_;
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+  std::atomic<std::size_t> next_{0};
+};
+
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
-  Listener(net::io_context& ioc, Core& core, const Handler& handler)
-      : ioc_(ioc), acceptor_(net::make_strand(ioc)), retry_(acceptor_.get_executor()), core_(core), handler_(handler) {}
+  Listener(IoPool& pool, Core& core, const Handler& handler)
+      : pool_(pool), acceptor_(pool.first()), retry_(pool.first()), core_(core), handler_(handler) {}
 
   // Binds and listens; `flag` names the CLI option that picks this port.
   void bind(const tcp::endpoint& endpoint, const std::string& address, const char* flag) {
@@ -333,7 +415,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   int port() const { return acceptor_.local_endpoint().port(); }
 
   void accept() {
-    acceptor_.async_accept(net::make_strand(ioc_), beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
+    acceptor_.async_accept(pool_.next(), beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
   }
   void close() {
     net::post(acceptor_.get_executor(), [self = shared_from_this()] {
@@ -344,7 +426,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   }
 
  private:
-  void on_accept(beast::error_code ec, tcp::socket socket) {
+  void on_accept(beast::error_code ec, tcp::socket socket) {  // on the first context; `socket` on next()'s
     if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
     if (ec) {  // e.g. out of file descriptors: try again shortly instead of spinning
       retry_.expires_after(std::chrono::milliseconds(50));
@@ -360,7 +442,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
     accept();
   }
 
-  net::io_context& ioc_;
+  IoPool& pool_;
   tcp::acceptor acceptor_;
   net::steady_timer retry_;
   Core& core_;
@@ -378,7 +460,8 @@ struct HttpServer::Impl {
         metrics([this](const HttpRequest& r, Reply reply) {
           reply(metrics_response(r, engine, core.options.metric_names));
         }),
-        ioc(core.options.resolved_threads()) {}
+        pool(core.options.resolved_threads()),
+        sweeper(pool.first()) {}
 
   // Sessions alive now (skipping any already being destroyed).
   std::vector<std::shared_ptr<Session>> sessions() {
@@ -389,19 +472,39 @@ struct HttpServer::Impl {
     }
     return out;
   }
+  // Closes sessions whose deadline passed, then runs again after a tenth of the idle timeout
+  // (50 ms .. 1 s).
+  void sweep() {
+    const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+    std::vector<std::shared_ptr<Session>> due;
+    {
+      std::lock_guard lock(core.mu);
+      for (Session* s : core.sessions) {
+        if (!s->overdue(now)) continue;
+        if (auto p = s->weak_from_this().lock()) due.push_back(std::move(p));
+      }
+    }
+    for (const auto& s : due) s->expire();
+    due.clear();
+    const auto period = std::clamp<std::chrono::steady_clock::duration>(
+        core.options.idle_timeout / 10, std::chrono::milliseconds(50), std::chrono::seconds(1));
+    sweeper.expires_after(period);
+    sweeper.async_wait([this](beast::error_code ec) {
+      if (!ec) sweep();
+    });
+  }
   bool wait_sessions(std::chrono::milliseconds timeout) {
     std::unique_lock lock(core.mu);
     return core.cv.wait_for(lock, timeout, [this] { return core.sessions.empty(); });
   }
 
   Engine& engine;
-  Core core;  // before ioc: outlives the sessions the io_context destroys
+  Core core;  // before the pool: outlives the sessions its io_contexts destroy
   Router router;
   Handler api, metrics;
-  net::io_context ioc;
-  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  IoPool pool;
+  net::steady_timer sweeper;  // after the pool: destroyed before it
   std::shared_ptr<Listener> http_listener, metrics_listener;
-  std::vector<std::thread> threads;
   int http_port = -1, metrics_port = -1;
   bool started = false, stopped = false;
 };
@@ -420,18 +523,18 @@ void HttpServer::start() {
   const HttpOptions& o = m.core.options;
   o.validate();
   beast::error_code ec;
-  tcp::resolver resolver(m.ioc);
+  tcp::resolver resolver(m.pool.first());
   auto results = resolver.resolve(o.address, "0", tcp::resolver::passive | tcp::resolver::numeric_service, ec);
   if (ec || results.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "cannot resolve the address '" + o.address + "': " + ec.message(),
                 std::string("pass --address as an IP address: 0.0.0.0 (every interface), 127.0.0.1 or ::"));
   }
   const auto ip = results.begin()->endpoint().address();
-  auto http_listener = std::make_shared<Listener>(m.ioc, m.core, m.api);
+  auto http_listener = std::make_shared<Listener>(m.pool, m.core, m.api);
   http_listener->bind(tcp::endpoint(ip, static_cast<unsigned short>(o.http_port)), o.address, "--http-port");
   std::shared_ptr<Listener> metrics_listener;
   if (o.metrics_port >= 0) {
-    metrics_listener = std::make_shared<Listener>(m.ioc, m.core, m.metrics);
+    metrics_listener = std::make_shared<Listener>(m.pool, m.core, m.metrics);
     metrics_listener->bind(tcp::endpoint(ip, static_cast<unsigned short>(o.metrics_port)), o.address, "--metrics-port");
   }
   m.http_port = http_listener->port();
@@ -439,22 +542,8 @@ void HttpServer::start() {
   m.http_listener = std::move(http_listener);
   m.metrics_listener = std::move(metrics_listener);
 
-  m.work.emplace(m.ioc.get_executor());
-  const int n = o.resolved_threads();
-  for (int i = 0; i < n; ++i) {
-    m.threads.emplace_back([&m] {
-      for (;;) {  // nothing escapes an I/O thread: a handler that throws is reported and the loop goes on
-        try {
-          m.ioc.run();
-          return;
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "glassbox serve: I/O thread: %s\n", e.what());
-        } catch (...) {
-          std::fprintf(stderr, "glassbox serve: I/O thread: unknown exception\n");
-        }
-      }
-    });
-  }
+  m.pool.run();
+  net::post(m.pool.first(), [&m] { m.sweep(); });
   m.http_listener->accept();
   if (m.metrics_listener) m.metrics_listener->accept();
   m.started = true;
@@ -472,10 +561,7 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
     for (const auto& s : m.sessions()) s->abort();
     m.wait_sessions(std::chrono::seconds(1));  // closed sockets end their operations at once
   }
-  m.work.reset();
-  m.ioc.stop();
-  for (std::thread& t : m.threads) t.join();
-  m.threads.clear();
+  m.pool.stop();
   m.core.gate->close();
   for (const auto& s : m.sessions()) s->release();
   m.http_listener.reset();

@@ -12,11 +12,12 @@
 //   engine->drain(timeout);                  // the server keeps answering meanwhile
 //   server.stop();                           // finish writing responses, close, join threads
 //
-// Design: one io_context run by `threads` threads; an acceptor per port; one session per
-// connection on its own strand, one request at a time (read, handle, write, read again:
-// keep-alive, pipelined requests answered in order). Inference is asynchronous: the route hands
-// the request to Engine::infer and the engine's callback posts the finished response back to the
-// session's strand, so no I/O thread waits for a model. A callback that arrives after its
+// Design: `threads` single-threaded io_contexts, one per I/O thread; an acceptor per port; each
+// connection is a session on one io_context (round-robin), one request at a time (read, handle,
+// write, read again: keep-alive, pipelined requests answered in order). Inference is
+// asynchronous: the route hands the request to Engine::infer and the engine's callback posts the
+// finished response back to the session's io_context, so no I/O thread waits for a model.
+// Idle connections (and stalled reads or writes) close after idle_timeout. A callback that arrives after its
 // connection closed, or after the server stopped, is dropped. See routes.h for the endpoints,
 // codec.h for the wire format, metrics.h for /metrics.
 //
