@@ -417,6 +417,10 @@ DecodedInfer decode_infer_request(std::shared_ptr<const std::string> body,
   }
 
   const std::string what = "the inference request for model '" + model + "'";
+  if (b.empty()) {
+    bad(what + " has an empty body",
+        std::string("send {\"inputs\": [{\"name\": ..., \"shape\": [...], \"datatype\": ..., \"data\": [...]}]}"));
+  }
   const json doc = parse_json_body(std::string_view(b.data(), json_size), max_json_depth, what, !header_length);
   if (!doc.is_object()) bad(what + " must be a JSON object, got " + doc.type_name());
 

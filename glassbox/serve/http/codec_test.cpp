@@ -145,6 +145,7 @@ TEST(Decode, MalformedRequests) {
           "malformed JSON in the inference request for model 'm' at byte 13: parse error at line 1, column 13", 0),
       0u)
       << bad_json;
+  EXPECT_EQ(decode_error(""), "the inference request for model 'm' has an empty body");
   EXPECT_EQ(decode_error("[1]"), "the inference request for model 'm' must be a JSON object, got array");
   EXPECT_EQ(decode_error("{}"), "the inference request for model 'm' has no 'inputs'");
   EXPECT_EQ(decode_error(R"({"inputs": {}})"),

@@ -133,7 +133,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   enum class State { kReading, kBusy, kWriting, kClosed };
-  static constexpr std::size_t kBufferBytes = 16 << 10;  // a connection's read buffer
+  static constexpr std::size_t kBufferBytes = 4 << 10;   // a connection's read buffer
   static constexpr std::size_t kMaxReadAhead = 8 << 20;  // room made for a large body
 
   // The sweeper (HttpServer::Impl) closes a session whose deadline passed; 0: no deadline (the
@@ -299,6 +299,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_write(beast::error_code ec, std::size_t) {
+    res_ = {};  // an idle connection holds no response
     if (ec) return close();
     if (linger_ && !core_.stopping.load()) return linger();
     if (close_after_ || core_.stopping.load()) return close();

@@ -228,6 +228,23 @@ TEST_F(ServerTest, InferBinaryBothWays) {
             0u);
 }
 
+TEST_F(ServerTest, LargeBinaryTensorsOnAKeepAliveConnection) {
+  TestClient c(port_);
+  for (std::size_t elements : {std::size_t{1} << 20, std::size_t{3}, std::size_t{100000}}) {
+    std::string data(elements * 4, '\0');
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + elements);
+    const std::string head = R"({"inputs":[{"name":"INPUT__0","datatype":"FP32","shape":[)" + std::to_string(elements) +
+                             R"(],"parameters":{"binary_data_size":)" + std::to_string(data.size()) +
+                             R"(}}],"parameters":{"binary_data_output":true}})";
+    TestResponse r = c.call("POST", "/v2/models/mlp/infer", head + data,
+                            {{"Inference-Header-Content-Length", std::to_string(head.size())}});
+    ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
+    const std::size_t n = std::stoul(r.header("inference-header-content-length"));
+    EXPECT_EQ(r.body.size(), n + data.size());
+    EXPECT_TRUE(r.body.compare(n, std::string::npos, data) == 0) << elements;
+  }
+}
+
 TEST_F(ServerTest, EngineErrorsMapToStatusCodes) {
   const std::pair<const char*, int> cases[] = {
       {"InvalidArgument", 400},   {"FailedPrecondition", 400}, {"NotFound", 404}, {"AlreadyExists", 409},
