@@ -313,11 +313,14 @@ class Session : public std::enable_shared_from_this<Session> {
     state_ = State::kReading;
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
-    arm(std::chrono::seconds(2));
+    arm(std::chrono::seconds(2));  // once: a client that keeps sending is cut off all the same
     discard_.resize(16 << 10);
+    discard();
+  }
+  void discard() {
     socket_.async_read_some(net::buffer(discard_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
       if (ec) return self->close();
-      self->linger();
+      self->discard();
     });
   }
 
