@@ -292,11 +292,12 @@ void Router::handle(const HttpRequest& req, Reply reply) const {
   const Route route = match(req.target);
   if (route.kind == Kind::kNotFound) return reply(json_error(404, "Not Found"));
   const Method allowed = method_of(route.kind);
-  if (req.method != allowed) {
+  // HEAD is GET without the body (the server leaves the body out).
+  if (req.method != allowed && !(req.method == Method::kHead && allowed == Method::kGet)) {
     HttpResponse r =
         json_error(405, std::string(method_name(req.method)) + " is not allowed on " +
                             std::string(req.target.substr(0, req.target.find('?'))) + "; use " + method_name(allowed));
-    r.allow = method_name(allowed);
+    r.allow = allowed == Method::kGet ? "GET, HEAD" : method_name(allowed);
     return reply(std::move(r));
   }
   const bool control = route.kind == Kind::kIndex || route.kind == Kind::kLoad || route.kind == Kind::kUnload;

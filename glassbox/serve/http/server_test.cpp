@@ -172,13 +172,29 @@ TEST_F(ServerTest, UnknownPathsAndWrongMethods) {
   }
   TestResponse r = call("POST", "/v2/health/live");
   EXPECT_EQ(r.status, 405);
-  EXPECT_EQ(r.header("allow"), "GET");
+  EXPECT_EQ(r.header("allow"), "GET, HEAD");
   EXPECT_EQ(r.body, R"({"error":"POST is not allowed on /v2/health/live; use GET"})");
   r = call("GET", "/v2/models/mlp/infer");
   EXPECT_EQ(r.status, 405);
   EXPECT_EQ(r.header("allow"), "POST");
   EXPECT_EQ(call("DELETE", "/v2/repository/index").status, 405);
   EXPECT_EQ(call("GET", "/v2/health/live?verbose=1").status, 200);
+}
+
+TEST_F(ServerTest, HeadIsGetWithoutTheBody) {
+  TestClient c(port_);
+  c.expect_head_response(true);
+  TestResponse r = c.call("HEAD", "/v2");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "");
+  const std::string get_body = call("GET", "/v2").body;
+  EXPECT_EQ(r.header("content-length"), std::to_string(get_body.size()));
+  EXPECT_EQ(c.call("HEAD", "/v2/health/ready").status, 200);
+  EXPECT_EQ(c.call("HEAD", "/v2/models/mlp/infer").status, 405);
+  c.expect_head_response(false);
+  r = c.call("GET", "/v2");  // the connection is still in step
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, get_body);
 }
 
 TEST_F(ServerTest, InferJson) {
