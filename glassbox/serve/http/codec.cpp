@@ -375,7 +375,9 @@ json parse_json_body(std::string_view text, int max_depth, std::string_view what
         std::string("flatten the data (row-major), or raise the server's JSON depth limit"));
   } catch (const json::parse_error& e) {
     std::string reason = e.what();
-    if (binary_may_follow && reason.find("expected end of input") != std::string::npos) {
+    // "...; expected end of input": a complete JSON value with bytes after it (a truncated body
+    // says "unexpected end of input" instead).
+    if (binary_may_follow && reason.find("; expected end of input") != std::string::npos) {
       bad("the body of " + std::string(what) + " goes on after its JSON (at byte " + std::to_string(e.byte) +
               ") and there is no Inference-Header-Content-Length header",
           std::string("binary tensor data after the JSON needs the header, set to the JSON part's length in bytes"));

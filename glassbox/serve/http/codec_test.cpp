@@ -145,6 +145,9 @@ TEST(Decode, MalformedRequests) {
           "malformed JSON in the inference request for model 'm' at byte 13: parse error at line 1, column 13", 0),
       0u)
       << bad_json;
+  const std::string cut_short = decode_error(R"({"inputs": [)");
+  EXPECT_EQ(cut_short.rfind("malformed JSON in the inference request for model 'm' at byte 13: ", 0), 0u) << cut_short;
+  EXPECT_NE(cut_short.find("unexpected end of input"), std::string::npos) << cut_short;
   EXPECT_EQ(decode_error(""), "the inference request for model 'm' has an empty body");
   EXPECT_EQ(decode_error("[1]"), "the inference request for model 'm' must be a JSON object, got array");
   EXPECT_EQ(decode_error("{}"), "the inference request for model 'm' has no 'inputs'");
