@@ -124,8 +124,15 @@ json measure_point(const Server& server, const InferSpec& spec, const HttpReques
     // The request in flight when the window closed still finishes on the server: let it land.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     const StatsDelta d = stats_delta(before, fetch_stats(server.port, spec.model));
-    p["server"] = {{"requests", d.requests},     {"request_us", d.request_us},   {"queue_us", d.queue_us},
-                   {"compute_us", d.compute_us}, {"overhead_us", d.overhead_us}, {"mean_batch", d.mean_batch}};
+    p["server"] = {{"requests", d.requests},
+                   {"request_us", d.request_us},
+                   {"queue_us", d.queue_us},
+                   {"compute_us", d.compute_us},
+                   {"compute_input_us", d.compute_input_us},
+                   {"compute_infer_us", d.compute_infer_us},
+                   {"compute_output_us", d.compute_output_us},
+                   {"overhead_us", d.overhead_us},
+                   {"mean_batch", d.mean_batch}};
   }
   return p;
 }

@@ -118,6 +118,9 @@ TEST(ServeBenchStats, DeltaPerRequest) {
   EXPECT_DOUBLE_EQ(d.request_us, 80.0);
   EXPECT_DOUBLE_EQ(d.queue_us, 5.0);
   EXPECT_DOUBLE_EQ(d.compute_us, 55.0);
+  EXPECT_DOUBLE_EQ(d.compute_input_us, 2.0);
+  EXPECT_DOUBLE_EQ(d.compute_infer_us, 50.0);
+  EXPECT_DOUBLE_EQ(d.compute_output_us, 3.0);
   EXPECT_DOUBLE_EQ(d.overhead_us, 25.0);
   EXPECT_DOUBLE_EQ(d.mean_batch, 2.0);
   EXPECT_EQ(stats_delta(b, b).requests, 0u);

@@ -207,10 +207,10 @@ StatsDelta stats_delta(const ServerStats& a, const ServerStats& b) {
   d.request_us = static_cast<double>(b.success_ns - a.success_ns) / n / 1e3;
   const std::uint64_t queued = b.queue_count - a.queue_count;
   d.queue_us = queued ? static_cast<double>(b.queue_ns - a.queue_ns) / static_cast<double>(queued) / 1e3 : 0.0;
-  d.compute_us =
-      static_cast<double>((b.compute_input_ns - a.compute_input_ns) + (b.compute_infer_ns - a.compute_infer_ns) +
-                          (b.compute_output_ns - a.compute_output_ns)) /
-      n / 1e3;
+  d.compute_input_us = static_cast<double>(b.compute_input_ns - a.compute_input_ns) / n / 1e3;
+  d.compute_infer_us = static_cast<double>(b.compute_infer_ns - a.compute_infer_ns) / n / 1e3;
+  d.compute_output_us = static_cast<double>(b.compute_output_ns - a.compute_output_ns) / n / 1e3;
+  d.compute_us = d.compute_input_us + d.compute_infer_us + d.compute_output_us;
   d.overhead_us = d.request_us - d.compute_us;
   const std::uint64_t executions = b.execution_count - a.execution_count;
   d.mean_batch =

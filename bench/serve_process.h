@@ -81,6 +81,7 @@ ServerStats fetch_stats(int port, const std::string& model);
 struct StatsDelta {
   std::uint64_t requests = 0;
   double request_us = 0, queue_us = 0, compute_us = 0, overhead_us = 0;
+  double compute_input_us = 0, compute_infer_us = 0, compute_output_us = 0;  // compute_us's parts
   double mean_batch = 0;  // inferences per execution
 };
 StatsDelta stats_delta(const ServerStats& before, const ServerStats& after);
