@@ -50,12 +50,12 @@ json measure_limit(const BenchModel& m, const ServeBenchOptions& o) {
       return std::chrono::duration<double>(Clock::now() - t0).count();
     };
     // Warm-up: two calls (the first one profiles and optimises the graph), then at least a
-    // quarter of the window; measured: at least 5 calls and the window.
+    // quarter of the window; measured: at least 3 calls and half the window.
     double spent = forward() + forward();
     while (spent < 0.25 * o.seconds) spent += forward();
     std::vector<double> times;
     double total = 0;
-    while (times.size() < 5 || total < 0.5 * o.seconds) {
+    while (times.size() < 3 || total < 0.5 * o.seconds) {
       times.push_back(forward());
       total += times.back();
     }
@@ -99,9 +99,11 @@ json measure_point(const Server& server, const InferSpec& spec, const HttpReques
   lo.threads = o.loadgen_threads;
   lo.warmup_seconds = w.warmup;
   lo.seconds = w.seconds;
+  // The previous point's closed connections may have left requests queued on the server.
+  const pid_t pid = server.process->pid();
+  const bool idle = wait_idle(pid, std::chrono::seconds(120));
   ServerStats before;
   if (server_stats) before = fetch_stats(server.port, spec.model);
-  const pid_t pid = server.process->pid();
   const double cpu0 = process_cpu_seconds(pid);
   const auto t0 = Clock::now();
   const LoadResult r = run_load(request, lo);
@@ -120,6 +122,7 @@ json measure_point(const Server& server, const InferSpec& spec, const HttpReques
          {"loadgen_cpu_cores", r.cpu_cores()},
          {"server_cpu_cores", server_cpu}};
   if (!r.first_failure.empty()) p["first_failure"] = r.first_failure;
+  if (!idle) p["server_busy_at_start"] = true;
   if (server_stats) {
     // The request in flight when the window closed still finishes on the server: let it land.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

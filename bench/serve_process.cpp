@@ -244,4 +244,17 @@ double process_cpu_seconds(pid_t pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
+bool wait_idle(pid_t pid, std::chrono::milliseconds timeout) {
+  constexpr auto kInterval = std::chrono::milliseconds(200);
+  const auto deadline = Clock::now() + timeout;
+  double before = process_cpu_seconds(pid);
+  while (Clock::now() < deadline) {
+    std::this_thread::sleep_for(kInterval);
+    const double now = process_cpu_seconds(pid);
+    if (now - before < 0.05 * std::chrono::duration<double>(kInterval).count()) return true;
+    before = now;
+  }
+  return false;
+}
+
 }  // namespace glassbox::bench

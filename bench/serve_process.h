@@ -82,12 +82,16 @@ struct StatsDelta {
   std::uint64_t requests = 0;
   double request_us = 0, queue_us = 0, compute_us = 0, overhead_us = 0;
   double compute_input_us = 0, compute_infer_us = 0, compute_output_us = 0;  // compute_us's parts
-  double mean_batch = 0;  // inferences per execution
+  double mean_batch = 0;                                                     // inferences per execution
 };
 StatsDelta stats_delta(const ServerStats& before, const ServerStats& after);
 
 // /proc/PID/status VmRSS in KiB (0 if unreadable); /proc/PID/stat utime+stime in seconds.
 std::uint64_t rss_kib(pid_t pid);
 double process_cpu_seconds(pid_t pid);
+
+// Waits until process `pid` uses under 5 % of a core over 200 ms (a server still working off the
+// requests of connections a measurement closed); false if it is still busy after `timeout`.
+bool wait_idle(pid_t pid, std::chrono::milliseconds timeout);
 
 }  // namespace glassbox::bench
