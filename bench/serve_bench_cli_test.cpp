@@ -36,6 +36,12 @@ void expect_point(const json& p, const std::string& what) {
   EXPECT_GT(p["infer_per_s"].get<double>(), 0.0);
   EXPECT_DOUBLE_EQ(p["samples_per_s"].get<double>(), p["infer_per_s"].get<double>());  // one sample per request
   EXPECT_LE(p["p50_us"].get<double>(), p["p99_us"].get<double>());
+  const std::string from = p["throughput_from"];
+  EXPECT_DOUBLE_EQ(p["infer_per_s"].get<double>(),
+                   p[from == "count" ? "infer_per_s_counted" : "infer_per_s_little"].get<double>());
+  // Little's law: concurrency / mean latency.
+  EXPECT_DOUBLE_EQ(p["infer_per_s_little"].get<double>(),
+                   p["concurrency"].get<double>() / (p["mean_us"].get<double>() / 1e6));
   EXPECT_GE(p["loadgen_cpu_cores"].get<double>(), 0.0);
 }
 

@@ -42,7 +42,7 @@ void add_bench_serve(CLI::App& bench) {
   serve->add_option("--model", o->model, "the model name in --repository");
   serve->add_option("--resnet-input", *resnet_input, "ResNet-18 input CxHxW (3x64x64 shortens the run)")
       ->capture_default_str();
-  serve->add_option("--seconds", o->seconds, "measured window per point (slow models get 8 full batches at least)")
+  serve->add_option("--seconds", o->seconds, "measured window per point (slow models: 6 full batches, up to 15 s)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   serve->add_option("--warmup", o->warmup_seconds, "warm-up per point")
