@@ -43,7 +43,7 @@ struct ServeBenchOptions {
   std::int32_t max_batch_size = 64;
   std::vector<std::int32_t> preferred_batch_sizes{32, 64};
   std::uint64_t max_queue_delay_us = 0;  // 0: a batch leaves as soon as the instance is free
-  int threads = 0;                       // intra-op threads of every measurement; 0: the machine's cores
+  int threads = 0;                       // intra-op threads of every measurement; 0: cores - 1 (at least 1)
   int http_threads = 0;                  // glassbox serve --threads; 0: the server's default
   int loadgen_threads = 1;               // the load generator's io threads
   bool skip_python = false;

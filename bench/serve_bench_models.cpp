@@ -166,7 +166,10 @@ ServeBenchOptions resolve_defaults(const ServeBenchOptions& in) {
   if (o.source_dir.empty()) o.source_dir = GB_BENCH_SOURCE_DIR;
   if (o.python.empty()) o.python = o.source_dir + "/.venv/bin/python";
   if (o.server_binary.empty()) o.server_binary = fs::read_symlink("/proc/self/exe").string();
-  if (o.threads == 0) o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // One core is left to the HTTP threads and the load generator: on a 2-core machine two OpenMP
+  // threads stall whenever anything else runs (ResNet-18 3x64x64 batch 1: 26 ms at one thread,
+  // 120-670 ms at two while other jobs ran).
+  if (o.threads == 0) o.threads = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()) - 1);
   if (o.quickstart_toml.empty()) {
     std::ifstream in(o.source_dir + "/configs/quickstart.toml");
     o.quickstart_toml.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -51,7 +51,8 @@ void add_bench_serve(CLI::App& bench) {
   serve->add_option("--concurrency", o->concurrency, "concurrency sweep; stops once throughput stops rising")
       ->delimiter(',')
       ->capture_default_str();
-  serve->add_option("--threads", o->threads, "intra-op threads of the limit, both servers (0: the machine's cores)")
+  serve
+      ->add_option("--threads", o->threads, "intra-op threads of the limit and both servers (0: cores - 1, at least 1)")
       ->check(CLI::NonNegativeNumber);
   serve->add_option("--http-threads", o->http_threads, "glassbox serve --threads (0: its default)")
       ->check(CLI::NonNegativeNumber);
