@@ -2,7 +2,8 @@
 // measured in one run on the same TorchScript files, thread count and requests:
 //   limit      raw in-process LibTorch (torch::jit::load of the same model.pt, InferenceMode,
 //              the server's intra-op thread count) at the best batch size of a sweep — the ceiling
-//   served     glassbox serve with dynamic batching (max_batch_size 64, preferred [32, 64])
+//   served     glassbox serve with dynamic batching (max_batch_size 64, preferred: the limit's
+//              best batch size unless given)
 //   unbatched  the same server and config without dynamic_batching (each request runs alone)
 //   python     a FastAPI + uvicorn + PyTorch server (bench/fastapi_server.py, one worker) serving
 //              the same model.pt on the same KServe v2 route with binary tensors
@@ -41,11 +42,11 @@ struct ServeBenchOptions {
   std::vector<int> concurrency{1, 4, 16, 64, 128};  // the sweep; it stops once throughput stops rising
   std::int64_t request_batch = 1;                   // samples per request
   std::int32_t max_batch_size = 64;
-  std::vector<std::int32_t> preferred_batch_sizes{32, 64};
-  std::uint64_t max_queue_delay_us = 0;  // 0: a batch leaves as soon as the instance is free
-  int threads = 0;                       // intra-op threads of every measurement; 0: cores - 1 (at least 1)
-  int http_threads = 0;                  // glassbox serve --threads; 0: the server's default
-  int loadgen_threads = 1;               // the load generator's io threads
+  std::vector<std::int32_t> preferred_batch_sizes;  // empty: the limit's best batch (soak: none)
+  std::uint64_t max_queue_delay_us = 0;             // 0: a batch leaves as soon as the instance is free
+  int threads = 0;                                  // intra-op threads of every measurement; 0: cores - 1 (at least 1)
+  int http_threads = 0;                             // glassbox serve --threads; 0: the server's default
+  int loadgen_threads = 1;                          // the load generator's io threads
   bool skip_python = false;
   std::string server_binary;    // default: this executable (/proc/self/exe), run as `BIN serve ...`
   std::string python;           // default: <source>/.venv/bin/python

@@ -63,6 +63,7 @@ TEST(BenchServeCli, MlpAgainstItsAnchors) {
   EXPECT_EQ(batches, (std::vector<std::int64_t>{1, 8, 32, 64}));
   EXPECT_GT(limit["samples_per_s"].get<double>(), 0.0);
   EXPECT_GT(limit["single_forward_us"].get<double>(), 0.0);
+  EXPECT_EQ(m["preferred_batch_sizes"], json::array({limit["batch_size"]}));  // the batcher aims at the best batch
 
   for (const char* mode : {"served", "unbatched", "python"}) {
     ASSERT_TRUE(m.contains(mode)) << mode << "\n" << log;

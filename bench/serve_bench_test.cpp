@@ -67,6 +67,10 @@ TEST(ChildProcess, TheDestructorKillsWhatIgnoresSigterm) {
   }
   EXPECT_NE(::kill(pid, 0), 0);
   EXPECT_THROW(parse_serving_port("listening somewhere"), Error);
+  EXPECT_EQ(parse_serving_port("serving: http://localhost:8000 (metrics http://localhost:8002/metrics)"), 8000);
+  EXPECT_EQ(parse_serving_port("serving: http://0.0.0.0:31337/"), 31337);
+  EXPECT_THROW(parse_serving_port("serving: http://localhost (no port)"), Error);
+  EXPECT_THROW(parse_serving_port("serving: http://[::1 :80"), Error);
 }
 
 TEST(ServeBenchRequest, BinaryRequestAndReplyCheck) {
@@ -134,7 +138,8 @@ ServeBenchOptions small_options() {
 }
 
 TEST(ServeBenchModels, QuickstartMlpRepositoryBatchedAndUnbatched) {
-  const ServeBenchOptions o = small_options();
+  ServeBenchOptions o = small_options();
+  o.preferred_batch_sizes = {32, 64};
   const TempDir work("glassbox-bench-test");
   const BenchModel m = zoo_model("mlp", o, work.path());
   EXPECT_EQ(m.spec.dims, (std::vector<std::int64_t>{1, 28, 28}));
@@ -157,6 +162,13 @@ TEST(ServeBenchModels, QuickstartMlpRepositoryBatchedAndUnbatched) {
   };
   EXPECT_EQ(bytes(batched.model_path(1)), bytes(m.model_file));
   EXPECT_EQ(bytes(unbatched.model_path(1)), bytes(m.model_file));
+  // No preferred sizes given (the soak): the config has none, so the batcher forms the largest batch it can.
+  o.preferred_batch_sizes.clear();
+  write_bench_repository(m, work.path() / "repo2", o, /*unbatched=*/false);
+  const auto none = exporter::read_model_repository_entry(work.path() / "repo2" / "mlp");
+  ASSERT_TRUE(none.config.has_dynamic_batching());
+  EXPECT_EQ(none.config.dynamic_batching().preferred_batch_size_size(), 0);
+  EXPECT_FALSE(fs::exists(work.path() / "repo2" / "mlp_unbatched"));
   // An existing repository's model is found by name, with its own files.
   ServeBenchOptions e = o;
   e.repository = (work.path() / "repo").string();

@@ -67,7 +67,9 @@ void add_bench_serve(CLI::App& bench) {
                    "served config's max_batch_size (and the limit's largest batch)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  serve->add_option("--preferred", o->preferred_batch_sizes, "served config's preferred_batch_size list")
+  serve
+      ->add_option("--preferred", o->preferred_batch_sizes,
+                   "served config's preferred_batch_size list (default: the limit's best batch size)")
       ->delimiter(',')
       ->capture_default_str();
   serve->add_option("--max-queue-delay-us", o->max_queue_delay_us, "served config's max_queue_delay_microseconds")
