@@ -1,7 +1,8 @@
 // `glassbox bench serve`: glassbox serve's throughput and latency against its anchors, all
 // measured in one run on the same TorchScript files, thread count and requests:
 //   limit      raw in-process LibTorch (torch::jit::load of the same model.pt, InferenceMode,
-//              the server's intra-op thread count) at the best batch size of a sweep — the ceiling
+//              the server's intra-op thread count) at the best batch size of a sweep — the ceiling,
+//              taken as the mean of that batch's figure before and after the served sweep
 //   served     glassbox serve with dynamic batching (max_batch_size 64, preferred: the limit's
 //              best batch size unless given)
 //   unbatched  the same server and config without dynamic_batching (each request runs alone)

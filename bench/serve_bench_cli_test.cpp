@@ -3,6 +3,7 @@
 // concurrency 1 consistent (request time >= compute time, batches of one), the table printed from
 // the JSON; the soak's series and the server's clean exit after SIGTERM; a bad repository is a
 // one-line error. No wall-clock figure is asserted, only counts, structure and arithmetic.
+#include <algorithm>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -62,6 +63,13 @@ TEST(BenchServeCli, MlpAgainstItsAnchors) {
   for (const auto& p : limit["sweep"]) batches.push_back(p["batch_size"]);
   EXPECT_EQ(batches, (std::vector<std::int64_t>{1, 8, 32, 64}));
   EXPECT_GT(limit["samples_per_s"].get<double>(), 0.0);
+  // The ceiling is the mean of the limit at its best batch before and after the served sweep.
+  double best_sweep = 0;
+  for (const auto& p : limit["sweep"]) best_sweep = std::max(best_sweep, p["samples_per_s"].get<double>());
+  EXPECT_DOUBLE_EQ(limit["samples_per_s_before"].get<double>(), best_sweep);
+  EXPECT_GT(limit["samples_per_s_after"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(limit["samples_per_s"].get<double>(),
+                   0.5 * (limit["samples_per_s_before"].get<double>() + limit["samples_per_s_after"].get<double>()));
   EXPECT_GT(limit["single_forward_us"].get<double>(), 0.0);
   EXPECT_EQ(m["preferred_batch_sizes"], json::array({limit["batch_size"]}));  // the batcher aims at the best batch
 
