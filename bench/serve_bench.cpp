@@ -286,6 +286,16 @@ json goals(const json& models) {
     const std::string arch = m["architecture"];
     if (arch == "resnet18") add("served_vs_limit", ">=", 0.9);
     add("vs_python", ">=", 5);
+    // No server beats the limit, so vs_python cannot exceed limit / python: when the Python
+    // server already runs near the limit (a compute-bound model on the CPU, where batching gains
+    // nothing), the goal is out of anyone's reach on this machine, and the report says so.
+    if (!g.empty() && g.back()["figure"] == "vs_python" && g.back()["model"] == name &&
+        m["python"]["samples_per_s"].get<double>() > 0) {
+      json& g_last = g.back();
+      const double ceiling = m["limit"]["samples_per_s"].get<double>() / m["python"]["samples_per_s"].get<double>();
+      g_last["ceiling"] = ceiling;
+      g_last["reachable"] = ceiling >= 5;
+    }
     if (arch == "mlp") add("overhead_us", "<=", 50);
   }
   return g;
@@ -349,7 +359,13 @@ namespace {
 std::string goal_note(const json& result, const std::string& model, const std::string& figure) {
   for (const auto& g : result["goals"])
     if (g["model"] == model && g["figure"] == figure)
-      return fmt::format(" (goal {}: {})", g["goal"].get<std::string>(), g["met"].get<bool>() ? "met" : "MISSED");
+    {
+      std::string verdict = g["met"].get<bool>() ? "met" : "MISSED";
+      if (!g["met"].get<bool>() && !g.value("reachable", true))
+        verdict = fmt::format("out of reach here: the Python server already runs at {:.2f} of the limit, so at most {:.2f}",
+                              1.0 / g["ceiling"].get<double>(), g["ceiling"].get<double>());
+      return fmt::format(" (goal {}: {})", g["goal"].get<std::string>(), verdict);
+    }
   return "";
 }
 

@@ -103,6 +103,10 @@ TEST(BenchServeCli, MlpAgainstItsAnchors) {
   std::vector<std::string> goals;
   for (const auto& g : r["goals"]) goals.push_back(g["figure"]);
   EXPECT_EQ(goals, (std::vector<std::string>{"vs_python", "overhead_us"}));  // served_vs_limit's goal is ResNet-18's
+  // vs_python's reach: no server beats the limit, so it is at most limit / python.
+  EXPECT_DOUBLE_EQ(r["goals"][0]["ceiling"].get<double>(),
+                   limit["samples_per_s"].get<double>() / m["python"]["samples_per_s"].get<double>());
+  EXPECT_EQ(r["goals"][0]["reachable"].get<bool>(), r["goals"][0]["ceiling"].get<double>() >= 5);
   EXPECT_NE(m["python_server"].get<std::string>().find("uvicorn"), std::string::npos);
 
   std::ostringstream table;
