@@ -78,8 +78,10 @@ json measure_limit(const BenchModel& m, const ServeBenchOptions& o) {
     // intra-op thread descheduled for a few ms); the mean is kept beside it.
     const double sps = static_cast<double>(b) / f.median_s;
     const double mean_sps = static_cast<double>(b) / f.mean_s;
-    sweep.push_back(
-        {{"batch_size", b}, {"samples_per_s", sps}, {"samples_per_s_mean", mean_sps}, {"forward_ms", f.median_s * 1e3}});
+    sweep.push_back({{"batch_size", b},
+                     {"samples_per_s", sps},
+                     {"samples_per_s_mean", mean_sps},
+                     {"forward_ms", f.median_s * 1e3}});
     if (b == 1) single_us = f.median_s * 1e6;
     if (sps > best) {
       best = sps;
@@ -91,12 +93,8 @@ json measure_limit(const BenchModel& m, const ServeBenchOptions& o) {
              << std::flush;
   }
   const double max_batch_s = sweep.back()["forward_ms"].get<double>() / 1e3;
-  return {{"samples_per_s", best},
-          {"samples_per_s_before", best},
-          {"batch_size", best_batch},
-          {"single_forward_us", single_us},
-          {"max_batch_forward_s", max_batch_s},
-          {"sweep", sweep}};
+  return {{"samples_per_s", best},          {"samples_per_s_before", best},       {"batch_size", best_batch},
+          {"single_forward_us", single_us}, {"max_batch_forward_s", max_batch_s}, {"sweep", sweep}};
 }
 
 // The limit at its best batch once more, right after the served sweep: the ceiling becomes the
@@ -358,12 +356,12 @@ namespace {
 
 std::string goal_note(const json& result, const std::string& model, const std::string& figure) {
   for (const auto& g : result["goals"])
-    if (g["model"] == model && g["figure"] == figure)
-    {
+    if (g["model"] == model && g["figure"] == figure) {
       std::string verdict = g["met"].get<bool>() ? "met" : "MISSED";
       if (!g["met"].get<bool>() && !g.value("reachable", true))
-        verdict = fmt::format("out of reach here: the Python server already runs at {:.2f} of the limit, so at most {:.2f}",
-                              1.0 / g["ceiling"].get<double>(), g["ceiling"].get<double>());
+        verdict =
+            fmt::format("out of reach here: the Python server already runs at {:.2f} of the limit, so at most {:.2f}",
+                        1.0 / g["ceiling"].get<double>(), g["ceiling"].get<double>());
       return fmt::format(" (goal {}: {})", g["goal"].get<std::string>(), verdict);
     }
   return "";
@@ -419,7 +417,8 @@ void print_serve_bench(const json& r, std::ostream& out) {
         "  {:<10} {:>5} {:>10} {:>10.0f}   (LibTorch in-process, best batch {}: {:.0f} before and {:.0f} after the "
         "served sweep; single forward {:.1f} us)\n",
         "limit", "-", "-", l["samples_per_s"].get<double>(), l["batch_size"].get<std::int64_t>(),
-        l.value("samples_per_s_before", 0.0), l.value("samples_per_s_after", 0.0), l["single_forward_us"].get<double>());
+        l.value("samples_per_s_before", 0.0), l.value("samples_per_s_after", 0.0),
+        l["single_forward_us"].get<double>());
     for (const char* mode : {"served", "unbatched", "python"}) {
       if (!m.contains(mode)) continue;
       const json& p = m[mode];
