@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "bench/source_dir.h"
 #include "glassbox/base/error.h"
 #include "glassbox/export/package.h"
 #include "glassbox/export/repository.h"
@@ -163,7 +164,7 @@ void write_bench_repository(const BenchModel& m, const fs::path& repo, const Ser
 ServeBenchOptions resolve_defaults(const ServeBenchOptions& in) {
   ServeBenchOptions o = in;
   o.validate();
-  if (o.source_dir.empty()) o.source_dir = GB_BENCH_SOURCE_DIR;
+  if (o.source_dir.empty()) o.source_dir = default_source_dir();
   if (o.python.empty()) o.python = o.source_dir + "/.venv/bin/python";
   if (o.server_binary.empty()) o.server_binary = fs::read_symlink("/proc/self/exe").string();
   // One core is left to the HTTP threads and the load generator: on a 2-core machine two OpenMP

@@ -12,6 +12,7 @@
 
 #include <torch/torch.h>
 
+#include "bench/source_dir.h"
 #include "glassbox/base/error.h"
 #include "glassbox/inspect/diagnostics.h"
 #include "glassbox/nn/registry.h"
@@ -148,7 +149,7 @@ double measure_python(const TrainBenchOptions& o, const std::string& script) {
 
 nlohmann::json run_train_bench(const TrainBenchOptions& in) {
   TrainBenchOptions o = in;
-  if (o.source_dir.empty()) o.source_dir = GB_BENCH_SOURCE_DIR;
+  if (o.source_dir.empty()) o.source_dir = default_source_dir();
   if (o.python.empty()) o.python = o.source_dir + "/.venv/bin/python";
   torch::set_num_threads(static_cast<int>(o.threads));
   SyntheticData data(o.batch_size);

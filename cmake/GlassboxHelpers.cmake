@@ -47,10 +47,32 @@ function(gb_add_test name)
   if(NOT GB_LABELS)
     set(GB_LABELS unit)
   endif()
+  # Binaries with unit tests: the sanitizer build (scripts/build --asan) builds only these.
+  if("unit" IN_LIST GB_LABELS)
+    set_property(GLOBAL APPEND PROPERTY GB_UNIT_TEST_TARGETS ${name})
+  endif()
   gtest_discover_tests(${name}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
     PROPERTIES LABELS "${GB_LABELS}" ENVIRONMENT "GB_SOURCE_DIR=${PROJECT_SOURCE_DIR};GB_BUILD_DIR=${CMAKE_BINARY_DIR}"
     DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# gb_test_cost(TARGET COST tests...): ctest starts tests in descending COST when it has no timing
+# history (a fresh clone, CI): the few long tests go first instead of running alone at the end.
+# The tests are GoogleTest names discovered from TARGET; the properties are set only once its test
+# list exists (a build without TARGET, e.g. the sanitizer build, skips them).
+function(gb_test_cost target cost)
+  if(NOT GB_BUILD_TESTS OR NOT TARGET ${target})
+    return()
+  endif()
+  set(file ${CMAKE_CURRENT_BINARY_DIR}/${target}_cost_${cost}.cmake)
+  set(text "if(EXISTS \"${CMAKE_CURRENT_BINARY_DIR}/${target}[1]_tests.cmake\")\n")
+  foreach(t IN LISTS ARGN)
+    string(APPEND text "  set_tests_properties(\"${t}\" PROPERTIES COST ${cost})\n")
+  endforeach()
+  string(APPEND text "endif()\n")
+  file(WRITE ${file} "${text}")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${file})
 endfunction()
 
 # gb_no_vptr_check(files...): UBSan's vptr check makes each instrumented polymorphic access

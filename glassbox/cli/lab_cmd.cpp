@@ -11,6 +11,7 @@
 #include "glassbox/base/config.h"
 #include "glassbox/base/error.h"
 #include "glassbox/cli/commands.h"
+#include "glassbox/cli/lab_dir.h"
 #include "glassbox/inspect/doctor.h"
 #include "glassbox/train/run.h"
 
@@ -29,7 +30,7 @@ fs::path find_lab_dir(const std::string& given) {
   if (!given.empty()) return given;
   if (const char* env = std::getenv("GLASSBOX_LAB_DIR")) return env;
   if (fs::exists("lab") && fs::is_directory("lab")) return "lab";
-  return GB_LAB_DIR;
+  return default_lab_dir();
 }
 
 Scenario read_scenario(const fs::path& dir) {

@@ -28,6 +28,6 @@ if(TARGET glassbox)
       COMMAND ${GB_PYTHON} -B ${_gb_serve_dir}/${_script}.py
               --glassbox $<TARGET_FILE:glassbox> --workdir ${_gb_serve_work}/${_name})
     set_tests_properties(${_name} PROPERTIES LABELS ${_label} TIMEOUT ${_timeout}
-                         SKIP_RETURN_CODE 77 RESOURCE_LOCK glassbox_serve)
+                         SKIP_RETURN_CODE 77 RESOURCE_LOCK glassbox_serve COST 30)
   endforeach()
 endif()
