@@ -146,6 +146,8 @@ DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const 
                     {"steps", r.steps},
                     {"bn_large_batch_acc", r.bn_train_mode_acc},
                     {"bn_running_stats_acc", r.bn_eval_mode_acc},
+                    {"bn_large_batch_loss", r.bn_train_mode_loss},
+                    {"bn_running_stats_loss", r.bn_eval_mode_loss},
                     {"seconds", r.seconds},
                     {"ran", options.run}};
   if (!r.error.empty()) report.context["run_error"] = r.error.substr(0, r.error.find('\n'));

@@ -2,6 +2,7 @@
 // the functions that turn them into findings. Not a public interface (see doctor.h).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -76,6 +77,7 @@ struct RunFacts {
   std::optional<NonFiniteEvent> nonfinite;
   std::int64_t scaler_skips = 0;
   double bn_train_mode_acc = -1, bn_eval_mode_acc = -1;  // the same training batches, batch vs running statistics
+  double bn_train_mode_loss = NAN, bn_eval_mode_loss = NAN;  // their mean losses
   std::vector<std::string> no_grad_params;        // require grad but never received one
   std::vector<std::string> frozen;                // parameters the run did not train (requires_grad false)
   std::int64_t frozen_numel = 0, total_numel = 0;

@@ -86,6 +86,7 @@ void batchnorm_check(train::TaskModule& task, train::DataModule& data, c10::Devi
   for (auto& b : task.module().buffers(true)) saved.emplace_back(b, b.clone());
   torch::NoGradGuard ng;
   std::int64_t correct_train = 0, correct_eval = 0, seen = 0;
+  double loss_train = 0, loss_eval = 0;
   for (std::int64_t i = 0; i + 1 < n; i += bs) {
     data::Batch b = ds->get_batch(torch::arange(i, std::min(n, i + bs), torch::kLong));
     if (b.size() < 2) break;
@@ -99,12 +100,18 @@ void batchnorm_check(train::TaskModule& task, train::DataModule& data, c10::Devi
     if (!tr.logits.defined() || tr.logits.dim() != 2) return;
     correct_train += metrics::count_topk_correct(tr.logits, b.targets, 1);
     correct_eval += metrics::count_topk_correct(ev.logits, b.targets, 1);
+    if (tr.loss.defined() && ev.loss.defined()) {
+      loss_train += tr.loss.item<double>() * static_cast<double>(b.size());
+      loss_eval += ev.loss.item<double>() * static_cast<double>(b.size());
+    }
     seen += b.size();
   }
   for (auto& [b, s] : saved) b.copy_(s);
   if (seen > 0) {
     r.bn_train_mode_acc = static_cast<double>(correct_train) / static_cast<double>(seen);
     r.bn_eval_mode_acc = static_cast<double>(correct_eval) / static_cast<double>(seen);
+    r.bn_train_mode_loss = loss_train / static_cast<double>(seen);
+    r.bn_eval_mode_loss = loss_eval / static_cast<double>(seen);
   }
 }
 

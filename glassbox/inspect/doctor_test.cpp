@@ -256,6 +256,39 @@ class StuckDataset final : public data::Dataset {
   at::Tensor x_, y_;
 };
 
+// Running statistics from two samples at a time with momentum 1.0: evaluation normalises with the
+// last pair's mean and variance. The same net on batches of 64 with momentum 0.1 is healthy.
+TEST(Doctor, BatchNormRunningStatisticsFromPairsOfSamples) {
+  auto net = [](double momentum) {
+    return torch::nn::Sequential(torch::nn::Linear(6, 32),
+                                 torch::nn::BatchNorm1d(torch::nn::BatchNorm1dOptions(32).momentum(momentum)),
+                                 torch::nn::ReLU(), torch::nn::Linear(32, 4));
+  };
+  auto [x, y] = blobs(1200, 4, 6);
+  {
+    torch::manual_seed(1);
+    auto data = module_of(x, y, 4, 2);
+    SeqTask task(net(1.0));
+    const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), quick());
+    ASSERT_EQ(first(r).id, "batchnorm-stats-drift") << ids(r);
+    EXPECT_EQ(first(r).where["layer"], "1") << first(r).where.dump();
+    EXPECT_NE(first(r).evidence.find("batches of 2"), std::string::npos) << first(r).evidence;
+    // Both signals, by wide margins here (accuracy 96 % vs 43 %, loss 0.27 vs 12).
+    EXPECT_GT(r.context["bn_large_batch_acc"].get<double>() - r.context["bn_running_stats_acc"].get<double>(), 0.3)
+        << r.context.dump();
+    EXPECT_GT(r.context["bn_running_stats_loss"].get<double>(), 4 * r.context["bn_large_batch_loss"].get<double>())
+        << r.context.dump();
+  }
+  {
+    torch::manual_seed(1);
+    auto data = module_of(x, y, 4, 64);
+    SeqTask task(net(0.1));
+    const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), quick());
+    for (const auto& f : r.findings) EXPECT_NE(f.id, "batchnorm-stats-drift") << ids(r);
+    EXPECT_GE(r.context["bn_large_batch_acc"].get<double>(), 0.0) << r.context.dump();
+  }
+}
+
 TEST(Doctor, TheSameBatchEveryStepFromABuggyDataset) {
   auto [x, y] = blobs(1000, 3, 6);
   data::LoaderOptions lo;
