@@ -42,6 +42,7 @@ struct ServeArgs {
   double exit_timeout = 30;
   int threads = 0;
   int intra_op_threads = 0;
+  std::int64_t busy_poll_us = 200;
   std::size_t max_body_mib = 64;
   std::string metric_names = "prometheus";
   bool strict_config = false;
@@ -90,6 +91,7 @@ void run_serve(const ServeArgs& a) {
   ho.http_port = a.http_port;
   ho.metrics_port = a.metrics_port;
   ho.threads = a.threads;
+  ho.busy_poll = std::chrono::microseconds(a.busy_poll_us);
   ho.max_body_bytes = a.max_body_mib << 20;
   ho.metric_names = a.metric_names == "triton" ? serve::MetricNames::kTriton : serve::MetricNames::kPrometheus;
   if (!a.api_key_file.empty()) ho.api_key = read_api_key(a.api_key_file);
@@ -175,6 +177,11 @@ void add_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", a->threads, "HTTP I/O threads (0: one per core, at least 2)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--busy-poll-us", a->busy_poll_us,
+                  "after its last event an HTTP I/O thread polls this long before it sleeps, so replies find it "
+                  "awake (0: sleep at once)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
   cmd->add_option("--intra-op-threads", a->intra_op_threads,
                   "LibTorch threads per model instance unless its config sets INTRA_OP_THREAD_COUNT (0: default)")
       ->check(CLI::NonNegativeNumber);

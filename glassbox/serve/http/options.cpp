@@ -28,6 +28,9 @@ void HttpOptions::validate() const {
            std::string("use the default, 100"));
   GB_CHECK(!protect_inference || !api_key.empty(), InvalidArgument, "protect_inference is set but there is no API key",
            std::string("add --api-key-file F, or drop --protect-inference"));
+  GB_CHECK(busy_poll.count() >= 0 && busy_poll.count() <= 1000000, InvalidArgument,
+           "busy_poll must be 0..1000000 us, got " << busy_poll.count(),
+           std::string("pass --busy-poll-us N (0: I/O threads sleep at once)"));
   GB_CHECK(idle_timeout.count() > 0, InvalidArgument,
            "idle_timeout must be positive, got " << idle_timeout.count() << " s", std::string("use the default, 60 s"));
   GB_CHECK(max_header_bytes >= 1024, InvalidArgument,

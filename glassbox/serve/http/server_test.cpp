@@ -341,6 +341,26 @@ TEST_F(ServerTest, AnswersFromTheEngineThread) {
   for (auto id : engine_.answer_threads) EXPECT_EQ(id, engine_.worker_id());
 }
 
+// Replies posted from an engine thread reach I/O threads that sleep at once (busy_poll 0, plain
+// io_context::run), that poll (the default), and that poll longer than a request takes; a stop
+// during the polling ends the threads.
+TEST_F(ServerTest, AnswersFromTheEngineThreadWhateverTheBusyPoll) {
+  for (const long us : {0L, 200L, 50000L}) {
+    server_->stop();
+    HttpOptions o = test_options();
+    o.busy_poll = std::chrono::microseconds(us);
+    start(o);
+    engine_.mode = FakeEngine::Mode::kThread;
+    for (int i = 0; i < 3; ++i) {
+      TestResponse r = call("POST", "/v2/models/mlp/infer", kInfer);
+      EXPECT_EQ(r.status, 200) << us;
+      EXPECT_EQ(r.body, kInferAnswer) << us;
+    }
+  }
+  ASSERT_EQ(engine_.answer_threads.size(), 9u);
+  for (auto id : engine_.answer_threads) EXPECT_EQ(id, engine_.worker_id());
+}
+
 TEST_F(ServerTest, BodyLimitIs413BeforeAndAfterDecompression) {
   server_->stop();
   HttpOptions o = test_options();
@@ -583,6 +603,9 @@ TEST(HttpOptions, ValidateNamesTheOption) {
   o = {};
   o.threads = -1;
   EXPECT_EQ(message(o), "threads must be 0..1024, got -1");
+  o = {};
+  o.busy_poll = std::chrono::microseconds(-5);
+  EXPECT_EQ(message(o), "busy_poll must be 0..1000000 us, got -5");
   o = {};
   EXPECT_GE(o.resolved_threads(), 2);
   o.threads = 3;
