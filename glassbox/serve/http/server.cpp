@@ -120,7 +120,13 @@ class Session : public std::enable_shared_from_this<Session> {
   // stop(): an idle or reading connection closes now; one answering a request closes after writing.
   void begin_stop() {
     net::post(socket_.get_executor(), [self = shared_from_this()] {
-      if (self->state_ == State::kReading) self->close();
+      if (self->state_ != State::kReading) return;
+      // A request already on its way (parsed in part, buffered, or waiting in the socket) is read
+      // and answered (503 while shutting down); an idle keep-alive connection closes now.
+      beast::error_code ec;
+      const bool arriving =
+          (self->parser_ && self->parser_->got_some()) || self->buffer_.size() > 0 || self->socket_.available(ec) > 0;
+      if (!arriving) self->close();
     });
   }
   // stop() after the grace period: close whatever the state.
