@@ -117,7 +117,8 @@ class Session : public std::enable_shared_from_this<Session> {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->read_header(); });
   }
 
-  // stop(): an idle or reading connection closes now; one answering a request closes after writing.
+  // stop(): an idle connection closes now; one whose request is arriving or being answered closes
+  // after writing its answer.
   void begin_stop() {
     net::post(socket_.get_executor(), [self = shared_from_this()] {
       if (self->state_ != State::kReading) return;
