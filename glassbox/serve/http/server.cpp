@@ -14,23 +14,18 @@
 // request (Beast's per-operation timers cost two). A request held by the engine has no deadline.
 #include "glassbox/serve/http/server.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -39,6 +34,7 @@
 #include <boost/beast/http.hpp>
 
 #include "glassbox/base/error.h"
+#include "glassbox/serve/http/io_pool.h"
 #include "glassbox/serve/http/metrics.h"
 #include "glassbox/serve/http/routes.h"
 
@@ -359,70 +355,6 @@ class Session : public std::enable_shared_from_this<Session> {
   bool head_ = false;
   bool close_after_ = false;
   bool linger_ = false;
-};
-
-// One single-threaded io_context per I/O thread: a connection lives on one of them (round-robin), so
-// its handlers never race and no strand or cross-thread hand-off is needed on the request path.
-class IoPool {
- public:
-  IoPool(int n, std::chrono::microseconds busy_poll) : busy_poll_(busy_poll) {
-    for (int i = 0; i < n; ++i) contexts_.push_back(std::make_unique<net::io_context>(1));
-  }
-  net::io_context& first() { return *contexts_.front(); }
-  net::io_context& next() { return *contexts_[next_.fetch_add(1, std::memory_order_relaxed) % contexts_.size()]; }
-
-  void run() {
-    for (auto& c : contexts_) {
-      work_.emplace_back(c->get_executor());
-      threads_.emplace_back([ioc = c.get(), spin = busy_poll_] {
-        for (;;) {  // nothing escapes an I/O thread: a handler that throws is reported and the loop goes on
-          try {
-            loop(*ioc, spin);
-            return;
-          } catch (const std::exception& e) {
-            std::fprintf(stderr, "glassbox serve: I/O thread: %s\n", e.what());
-          } catch (...) {
-            std::fprintf(stderr, "glassbox serve: I/O thread: unknown exception\n");
-          }
-        }
-      });
-    }
-  }
-  void stop() {
-    work_.clear();
-    for (auto& c : contexts_) c->stop();
-    for (std::thread& t : threads_) t.join();
-    threads_.clear();
-  }
-
- private:
-  std::vector<std::unique_ptr<net::io_context>> contexts_;
-  std::vector<net::executor_work_guard<net::io_context::executor_type>> work_;
-  std::vector<std::thread> threads_;
-  std::atomic<std::size_t> next_{0};
-  std::chrono::microseconds busy_poll_;
-
-  // run(), except that after a handler the thread polls for `spin` before it blocks. Outside run
-  // the scheduler counts its reactor as interrupted, so a post from an engine thread is a queue
-  // push: no epoll_ctl, no wake-up of a sleeping core.
-  static void loop(net::io_context& ioc, std::chrono::microseconds spin) {
-    if (spin.count() == 0) {
-      ioc.run();
-      return;
-    }
-    using Clock = std::chrono::steady_clock;
-    Clock::time_point last = Clock::now();
-    while (!ioc.stopped()) {
-      if (ioc.poll() > 0) {
-        last = Clock::now();
-      } else if (Clock::now() - last >= spin) {
-        ioc.run_one();  // sleeps until a handler ran, or the context stopped
-        last = Clock::now();
-      } else {
-        sched_yield();  // a model instance or another I/O thread made runnable on this core goes first
-      }
-    }
-  }
 };
 
 class Listener : public std::enable_shared_from_this<Listener> {
