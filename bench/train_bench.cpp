@@ -1,14 +1,13 @@
 #include "bench/train_bench.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-
 #include <vector>
-
-#include <unistd.h>
 
 #include <torch/torch.h>
 
@@ -29,7 +28,8 @@ class SyntheticData final : public train::DataModule {
  public:
   explicit SyntheticData(std::int64_t batch_size) {
     torch::manual_seed(0);
-    set_ = std::make_shared<data::TensorDataset>(torch::randn({kSamples, 1, 28, 28}), torch::randint(0, 10, {kSamples}, torch::kLong), 10);
+    set_ = std::make_shared<data::TensorDataset>(torch::randn({kSamples, 1, 28, 28}),
+                                                 torch::randint(0, 10, {kSamples}, torch::kLong), 10);
     opts_.batch_size = batch_size;
     opts_.shuffle = true;
     opts_.drop_last = true;
@@ -69,7 +69,8 @@ train::OptimizerOptions adamw() {
 // the total gradient norm of every step, the non-finite monitor) — else none at all.
 double measure_trainer(const TrainBenchOptions& o, SyntheticData& data, bool probes = false) {
   torch::manual_seed(0);
-  train::ClassificationTask task(nn::make_model(mlp_options(), nn::ModelShape{{1, 28, 28}, 10}), nn::Loss(nn::LossOptions{}, 10));
+  train::ClassificationTask task(nn::make_model(mlp_options(), nn::ModelShape{{1, 28, 28}, 10}),
+                                 nn::Loss(nn::LossOptions{}, 10));
   auto run = [&](std::int64_t steps) {
     train::TrainerOptions t;
     t.max_epochs = -1;
@@ -81,7 +82,8 @@ double measure_trainer(const TrainBenchOptions& o, SyntheticData& data, bool pro
     t.device = "cpu";
     t.log_every_n_steps = 50;
     train::Trainer trainer(t, adamw(), train::SchedulerOptions{});
-    const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("glassbox-bench-probes-" + std::to_string(::getpid()));
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("glassbox-bench-probes-" + std::to_string(::getpid()));
     if (probes) {
       train::DiagnosticsOptions d;
       d.probe_every_n_steps = 50;
@@ -102,8 +104,9 @@ double measure_trainer(const TrainBenchOptions& o, SyntheticData& data, bool pro
 double measure_raw(const TrainBenchOptions& o, SyntheticData& data) {
   torch::manual_seed(0);
   namespace tnn = torch::nn;
-  tnn::Sequential model(tnn::Flatten(), tnn::Linear(784, 512), tnn::BatchNorm1d(512), tnn::ReLU(), tnn::Dropout(0.2), tnn::Linear(512, 256),
-                        tnn::BatchNorm1d(256), tnn::ReLU(), tnn::Dropout(0.2), tnn::Linear(256, 10));
+  tnn::Sequential model(tnn::Flatten(), tnn::Linear(784, 512), tnn::BatchNorm1d(512), tnn::ReLU(), tnn::Dropout(0.2),
+                        tnn::Linear(512, 256), tnn::BatchNorm1d(256), tnn::ReLU(), tnn::Dropout(0.2),
+                        tnn::Linear(256, 10));
   torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3).weight_decay(0.01));
   model->train();
   const auto& x = data.set().inputs();
@@ -129,9 +132,9 @@ double measure_raw(const TrainBenchOptions& o, SyntheticData& data) {
 }
 
 double measure_python(const TrainBenchOptions& o, const std::string& script) {
-  const std::string cmd = "'" + o.python + "' '" + o.source_dir + "/bench/" + script + "' --steps " + std::to_string(o.steps) + " --warmup " +
-                          std::to_string(o.warmup) + " --batch-size " + std::to_string(o.batch_size) + " --threads " + std::to_string(o.threads) +
-                          " 2>/dev/null";
+  const std::string cmd = "'" + o.python + "' '" + o.source_dir + "/bench/" + script + "' --steps " +
+                          std::to_string(o.steps) + " --warmup " + std::to_string(o.warmup) + " --batch-size " +
+                          std::to_string(o.batch_size) + " --threads " + std::to_string(o.threads) + " 2>/dev/null";
   FILE* p = ::popen(cmd.c_str(), "r");
   GB_CHECK(p != nullptr, Unavailable, "cannot run " << cmd, "run scripts/setup to create .venv");
   std::string out;
@@ -139,7 +142,8 @@ double measure_python(const TrainBenchOptions& o, const std::string& script) {
   std::size_t n = 0;
   while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   const int rc = ::pclose(p);
-  GB_CHECK(rc == 0, Unavailable, "bench/" << script << " failed (exit " << rc << ")", "run scripts/setup; check that .venv has torch and pytorch-lightning");
+  GB_CHECK(rc == 0, Unavailable, "bench/" << script << " failed (exit " << rc << ")",
+           "run scripts/setup; check that .venv has torch and pytorch-lightning");
   const auto last = out.find_last_of('{');
   GB_CHECK(last != std::string::npos, Internal, "bench/" << script << " printed no JSON", "run it by hand to see why");
   return nlohmann::json::parse(out.substr(last)).at("sps").get<double>();

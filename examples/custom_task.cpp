@@ -49,8 +49,10 @@ int main(int argc, char** argv) {
   std::string run_dir;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--epochs") epochs = std::stoll(argv[i + 1]);
-    else if (a == "--run-dir") run_dir = argv[i + 1];
+    if (a == "--epochs")
+      epochs = std::stoll(argv[i + 1]);
+    else if (a == "--run-dir")
+      run_dir = argv[i + 1];
   }
   try {
     gb::seed_everything(0);
@@ -65,7 +67,8 @@ int main(int argc, char** argv) {
     opt.lr = 2e-3;
     gb::train::Trainer trainer(t, opt, gb::train::SchedulerOptions{}, run_dir);
     trainer.add_callback(std::make_unique<gb::train::ProgressBarCallback>(std::cout));
-    if (!run_dir.empty()) trainer.add_callback(std::make_unique<gb::train::ModelCheckpoint>(gb::train::CheckpointOptions{}));
+    if (!run_dir.empty())
+      trainer.add_callback(std::make_unique<gb::train::ModelCheckpoint>(gb::train::CheckpointOptions{}));
     trainer.fit(task, data);
     const auto r = trainer.test(task, data);
     std::cout << "test accuracy " << r.accuracy << " (" << r.samples << " samples)\n";

@@ -44,7 +44,8 @@ std::string describe(const toml::node& n) {
 // Reads fields from a TOML table; remembers which keys were consumed.
 class TomlReader final : public FieldVisitor {
  public:
-  TomlReader(const toml::table& table, std::string prefix, std::string source, const std::set<std::string>* overridden = nullptr)
+  TomlReader(const toml::table& table, std::string prefix, std::string source,
+             const std::set<std::string>* overridden = nullptr)
       : table_(table), prefix_(std::move(prefix)), source_(std::move(source)), overridden_(overridden) {}
 
   void field(std::string_view name, std::int64_t& value, std::string_view) override {
@@ -216,14 +217,23 @@ class TomlReader final : public FieldVisitor {
 class TomlWriter final : public FieldVisitor {
  public:
   explicit TomlWriter(toml::table& table) : table_(table) {}
-  void field(std::string_view name, std::int64_t& value, std::string_view) override { table_.insert_or_assign(name, value); }
+  void field(std::string_view name, std::int64_t& value, std::string_view) override {
+    table_.insert_or_assign(name, value);
+  }
   void field(std::string_view name, double& value, std::string_view) override { table_.insert_or_assign(name, value); }
   void field(std::string_view name, bool& value, std::string_view) override { table_.insert_or_assign(name, value); }
-  void field(std::string_view name, std::string& value, std::string_view) override { table_.insert_or_assign(name, value); }
-  void field(std::string_view name, std::vector<std::int64_t>& value, std::string_view) override { put_array(name, value); }
+  void field(std::string_view name, std::string& value, std::string_view) override {
+    table_.insert_or_assign(name, value);
+  }
+  void field(std::string_view name, std::vector<std::int64_t>& value, std::string_view) override {
+    put_array(name, value);
+  }
   void field(std::string_view name, std::vector<double>& value, std::string_view) override { put_array(name, value); }
-  void field(std::string_view name, std::vector<std::string>& value, std::string_view) override { put_array(name, value); }
-  void choice(std::string_view name, std::string& value, std::initializer_list<std::string_view>, std::string_view) override {
+  void field(std::string_view name, std::vector<std::string>& value, std::string_view) override {
+    put_array(name, value);
+  }
+  void choice(std::string_view name, std::string& value, std::initializer_list<std::string_view>,
+              std::string_view) override {
     table_.insert_or_assign(name, value);
   }
   void section(std::string_view name, const std::function<void(FieldVisitor&)>& body) override {
@@ -250,10 +260,17 @@ class JsonWriter final : public FieldVisitor {
   void field(std::string_view name, double& value, std::string_view) override { j_[std::string(name)] = value; }
   void field(std::string_view name, bool& value, std::string_view) override { j_[std::string(name)] = value; }
   void field(std::string_view name, std::string& value, std::string_view) override { j_[std::string(name)] = value; }
-  void field(std::string_view name, std::vector<std::int64_t>& value, std::string_view) override { j_[std::string(name)] = value; }
-  void field(std::string_view name, std::vector<double>& value, std::string_view) override { j_[std::string(name)] = value; }
-  void field(std::string_view name, std::vector<std::string>& value, std::string_view) override { j_[std::string(name)] = value; }
-  void choice(std::string_view name, std::string& value, std::initializer_list<std::string_view>, std::string_view) override {
+  void field(std::string_view name, std::vector<std::int64_t>& value, std::string_view) override {
+    j_[std::string(name)] = value;
+  }
+  void field(std::string_view name, std::vector<double>& value, std::string_view) override {
+    j_[std::string(name)] = value;
+  }
+  void field(std::string_view name, std::vector<std::string>& value, std::string_view) override {
+    j_[std::string(name)] = value;
+  }
+  void choice(std::string_view name, std::string& value, std::initializer_list<std::string_view>,
+              std::string_view) override {
     j_[std::string(name)] = value;
   }
   void section(std::string_view name, const std::function<void(FieldVisitor&)>& body) override {
@@ -271,7 +288,8 @@ class JsonWriter final : public FieldVisitor {
 void apply_override(toml::table& root, const std::string& assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
-    GB_THROW(InvalidArgument, "--set " << assignment << ": expected key=value", "write e.g. --set trainer.max_epochs=5");
+    GB_THROW(InvalidArgument, "--set " << assignment << ": expected key=value",
+             "write e.g. --set trainer.max_epochs=5");
   }
   std::string key = assignment.substr(0, eq);
   std::string text = assignment.substr(eq + 1);
@@ -287,7 +305,9 @@ void apply_override(toml::table& root, const std::string& assignment) {
   while (true) {
     const auto dot = key.find('.', start);
     std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (part.empty()) GB_THROW(InvalidArgument, "--set " << assignment << ": empty key component", "write e.g. --set trainer.max_epochs=5");
+    if (part.empty())
+      GB_THROW(InvalidArgument, "--set " << assignment << ": empty key component",
+               "write e.g. --set trainer.max_epochs=5");
     if (dot == std::string::npos) {
       cur->insert_or_assign(part, *parsed.get("v"));
       return;
@@ -297,7 +317,9 @@ void apply_override(toml::table& root, const std::string& assignment) {
       cur->insert_or_assign(part, toml::table{});
       n = cur->get(part);
     }
-    if (!n->is_table()) GB_THROW(InvalidArgument, "--set " << assignment << ": " << key.substr(0, dot) << " is not a table", "check the key");
+    if (!n->is_table())
+      GB_THROW(InvalidArgument, "--set " << assignment << ": " << key.substr(0, dot) << " is not a table",
+               "check the key");
     cur = n->as_table();
     start = dot + 1;
   }
@@ -382,10 +404,14 @@ void from_json(const nlohmann::json& j, std::string_view source, const VisitFn& 
       } else if (v.is_array()) {
         toml::array arr;
         for (const auto& e : v) {
-          if (e.is_number_integer()) arr.push_back(e.get<std::int64_t>());
-          else if (e.is_number()) arr.push_back(e.get<double>());
-          else if (e.is_boolean()) arr.push_back(e.get<bool>());
-          else arr.push_back(e.get<std::string>());
+          if (e.is_number_integer())
+            arr.push_back(e.get<std::int64_t>());
+          else if (e.is_number())
+            arr.push_back(e.get<double>());
+          else if (e.is_boolean())
+            arr.push_back(e.get<bool>());
+          else
+            arr.push_back(e.get<std::string>());
         }
         t.insert_or_assign(it.key(), std::move(arr));
       } else if (v.is_number_integer()) {

@@ -24,10 +24,8 @@ bool is_user_error(ErrorCode code) {
     case ErrorCode::kNotFound:
     case ErrorCode::kAlreadyExists:
     case ErrorCode::kDataLoss:
-    case ErrorCode::kFailedPrecondition:
-      return true;
-    default:
-      return false;
+    case ErrorCode::kFailedPrecondition: return true;
+    default: return false;
   }
 }
 

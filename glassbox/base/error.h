@@ -54,18 +54,18 @@ class Error : public std::runtime_error {
 }  // namespace glassbox
 
 // GB_CHECK(cond, Code, message-stream-expression, hint-string)
-#define GB_CHECK(cond, code, msg, hint)                                             \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      std::ostringstream gb_check_os_;                                              \
-      gb_check_os_ << msg;                                                          \
+#define GB_CHECK(cond, code, msg, hint)                                                  \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      std::ostringstream gb_check_os_;                                                   \
+      gb_check_os_ << msg;                                                               \
       throw ::glassbox::Error(::glassbox::ErrorCode::k##code, gb_check_os_.str(), hint); \
-    }                                                                               \
+    }                                                                                    \
   } while (false)
 
-#define GB_THROW(code, msg, hint)                                                  \
-  do {                                                                             \
-    std::ostringstream gb_throw_os_;                                               \
-    gb_throw_os_ << msg;                                                           \
+#define GB_THROW(code, msg, hint)                                                      \
+  do {                                                                                 \
+    std::ostringstream gb_throw_os_;                                                   \
+    gb_throw_os_ << msg;                                                               \
     throw ::glassbox::Error(::glassbox::ErrorCode::k##code, gb_throw_os_.str(), hint); \
   } while (false)

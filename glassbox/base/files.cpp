@@ -45,8 +45,8 @@ std::string read_file(const fs::path& path) {
 
 fs::path temp_sibling(const fs::path& target) {
   fs::path name = target.filename();
-  std::string tmp = "." + name.string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                    std::to_string(g_temp_counter.fetch_add(1));
+  std::string tmp =
+      "." + name.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(g_temp_counter.fetch_add(1));
   return target.parent_path() / tmp;
 }
 
@@ -55,11 +55,15 @@ void write_file_atomic(const fs::path& path, std::string_view data) {
   if (!parent.empty()) {
     std::error_code ec;
     fs::create_directories(parent, ec);
-    if (ec) GB_THROW(InvalidArgument, "cannot create directory " << parent.string() << ": " << ec.message(), "check the path and permissions");
+    if (ec)
+      GB_THROW(InvalidArgument, "cannot create directory " << parent.string() << ": " << ec.message(),
+               "check the path and permissions");
   }
   const fs::path tmp = temp_sibling(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) GB_THROW(InvalidArgument, "cannot write " << path.string() << ": " << std::strerror(errno), "check the path and permissions");
+  if (fd < 0)
+    GB_THROW(InvalidArgument, "cannot write " << path.string() << ": " << std::strerror(errno),
+             "check the path and permissions");
   const bool inject = should_inject_failure();
   std::size_t to_write = inject ? data.size() / 2 : data.size();
   std::size_t done = 0;
@@ -79,14 +83,17 @@ void write_file_atomic(const fs::path& path, std::string_view data) {
   if (saved_errno != 0) {
     std::error_code ec;
     fs::remove(tmp, ec);
-    GB_THROW(ResourceExhausted, "writing " << path.string() << " failed: " << std::strerror(saved_errno) << "; the previous file is intact",
-             "free disk space or choose another directory");
+    GB_THROW(
+        ResourceExhausted,
+        "writing " << path.string() << " failed: " << std::strerror(saved_errno) << "; the previous file is intact",
+        "free disk space or choose another directory");
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int e = errno;
     std::error_code ec;
     fs::remove(tmp, ec);
-    GB_THROW(ResourceExhausted, "renaming into " << path.string() << " failed: " << std::strerror(e), "check the directory");
+    GB_THROW(ResourceExhausted, "renaming into " << path.string() << " failed: " << std::strerror(e),
+             "check the directory");
   }
 }
 
@@ -94,17 +101,21 @@ void replace_dir_atomic(const fs::path& built, const fs::path& target) {
   std::error_code ec;
   if (!fs::exists(target, ec)) {
     fs::rename(built, target, ec);
-    if (ec) GB_THROW(ResourceExhausted, "cannot move " << built.string() << " to " << target.string() << ": " << ec.message(), "check the directory");
+    if (ec)
+      GB_THROW(ResourceExhausted, "cannot move " << built.string() << " to " << target.string() << ": " << ec.message(),
+               "check the directory");
     return;
   }
   const fs::path aside = temp_sibling(target);
   fs::rename(target, aside, ec);
-  if (ec) GB_THROW(ResourceExhausted, "cannot move aside " << target.string() << ": " << ec.message(), "check the directory");
+  if (ec)
+    GB_THROW(ResourceExhausted, "cannot move aside " << target.string() << ": " << ec.message(), "check the directory");
   fs::rename(built, target, ec);
   if (ec) {
     std::error_code ec2;
     fs::rename(aside, target, ec2);  // put the old one back
-    GB_THROW(ResourceExhausted, "cannot move " << built.string() << " to " << target.string() << ": " << ec.message(), "check the directory");
+    GB_THROW(ResourceExhausted, "cannot move " << built.string() << " to " << target.string() << ": " << ec.message(),
+             "check the directory");
   }
   fs::remove_all(aside, ec);
 }

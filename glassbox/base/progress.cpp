@@ -40,7 +40,8 @@ void ProgressBar::update(std::int64_t done, const std::string& metrics, double s
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
   const double elapsed = std::chrono::duration<double>(now - started_).count();
-  const double eta = done > 0 && total_ > 0 ? elapsed * static_cast<double>(total_ - done) / static_cast<double>(done) : NAN;
+  const double eta =
+      done > 0 && total_ > 0 ? elapsed * static_cast<double>(total_ - done) / static_cast<double>(done) : NAN;
   if (terminal_) {
     if (now - last_draw_ < std::chrono::milliseconds(100) && done != total_) return;
     last_draw_ = now;

@@ -14,7 +14,8 @@ std::string gb() { return testing::build_path("glassbox/cli/glassbox").string();
 
 // Small, fast settings on the real Fashion-MNIST files.
 const std::string kSmall =
-    " --set data.limit_train=3000 --set data.val_size=500 --set trainer.max_epochs=1 --set trainer.enable_progress_bar=false"
+    " --set data.limit_train=3000 --set data.val_size=500 --set trainer.max_epochs=1 --set "
+    "trainer.enable_progress_bar=false"
     " --set trainer.enable_model_summary=false";
 
 int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
@@ -32,7 +33,10 @@ TEST(Cli, HelpListsCommands) {
 TEST(Cli, UnknownConfigKeyIsOneLineWithSuggestion) {
   auto [rc, out] = testing::run_command(gb() + " train --set trainer.max_epoch=3");
   EXPECT_EQ(rc, 2) << out;
-  EXPECT_NE(out.find("error: --set trainer.max_epoch: unknown key \"trainer.max_epoch\" in [trainer] (hint: did you mean \"trainer.max_epochs\"?)"), std::string::npos) << out;
+  EXPECT_NE(out.find("error: --set trainer.max_epoch: unknown key \"trainer.max_epoch\" in [trainer] (hint: did you "
+                     "mean \"trainer.max_epochs\"?)"),
+            std::string::npos)
+      << out;
 }
 
 TEST(Cli, ConfigErrorsExitTwo) {
@@ -54,7 +58,8 @@ TEST(Cli, ConfigErrorsExitTwo) {
 
 TEST(Cli, MissingDataNamesThePath) {
   const fs::path dir = testing::temp_dir("cli_nodata");
-  auto [rc, out] = testing::run_command(gb() + " train --set data.root=" + (dir / "nowhere").string() + " --run-dir " + (dir / "run").string());
+  auto [rc, out] = testing::run_command(gb() + " train --set data.root=" + (dir / "nowhere").string() + " --run-dir " +
+                                        (dir / "run").string());
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find((dir / "nowhere").string()), std::string::npos) << out;
 }
@@ -62,10 +67,12 @@ TEST(Cli, MissingDataNamesThePath) {
 TEST(Cli, CorruptDataFileIsDataLoss) {
   const fs::path dir = testing::temp_dir("cli_corrupt");
   const fs::path src = "/usr/share/datasets/fashion-mnist";
-  for (const char* f : {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) fs::copy_file(src / f, dir / f);
+  for (const char* f : {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
+    fs::copy_file(src / f, dir / f);
   const std::string images = read_file(src / "train-images-idx3-ubyte.gz");
   write_file_atomic(dir / "train-images-idx3-ubyte.gz", images.substr(0, images.size() / 2));
-  auto [rc, out] = testing::run_command(gb() + " train --set data.root=" + dir.string() + " --run-dir " + (dir / "run").string());
+  auto [rc, out] =
+      testing::run_command(gb() + " train --set data.root=" + dir.string() + " --run-dir " + (dir / "run").string());
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("train-images-idx3-ubyte.gz"), std::string::npos) << out;
   EXPECT_EQ(read_file(dir / "train-images-idx3-ubyte.gz").size(), images.size() / 2);  // untouched
@@ -76,10 +83,12 @@ TEST(Cli, TrainWritesRunDirectoryAndRefusesToOverwrite) {
   const fs::path run = dir / "run";
   auto [rc, out] = testing::run_command(gb() + " train --run-dir " + run.string() + kSmall);
   ASSERT_EQ(rc, 0) << out;
-  for (const char* f : {"config.toml", "metrics.jsonl", "metrics.csv", "summary.json", "checkpoints/last.ckpt/model.safetensors"})
+  for (const char* f :
+       {"config.toml", "metrics.jsonl", "metrics.csv", "summary.json", "checkpoints/last.ckpt/model.safetensors"})
     EXPECT_TRUE(fs::exists(run / f)) << f;
   const auto summary = nlohmann::json::parse(read_file(run / "summary.json"));
-  for (const char* k : {"best_checkpoint", "wall_seconds", "train_samples_per_second"}) EXPECT_TRUE(summary.contains(k)) << k;
+  for (const char* k : {"best_checkpoint", "wall_seconds", "train_samples_per_second"})
+    EXPECT_TRUE(summary.contains(k)) << k;
   EXPECT_GT(summary["test"]["accuracy"].get<double>(), 0.6);
   EXPECT_EQ(summary["test"]["samples"].get<int>(), 10000);
   // The effective config has the overrides.
@@ -115,21 +124,24 @@ TEST(Cli, TrainWritesRunDirectoryAndRefusesToOverwrite) {
   const fs::path broken = dir / "broken.ckpt";
   fs::copy(run / "checkpoints" / "last.ckpt", broken, fs::copy_options::recursive);
   write_file_atomic(broken / "model.safetensors", weights_before.substr(0, weights_before.size() - 100));
-  auto [rc4, out4] = testing::run_command(gb() + " train --resume " + broken.string() + " --run-dir " + (dir / "r4").string() + kSmall);
+  auto [rc4, out4] = testing::run_command(gb() + " train --resume " + broken.string() + " --run-dir " +
+                                          (dir / "r4").string() + kSmall);
   EXPECT_EQ(rc4, 2) << out4;
   EXPECT_NE(out4.find("lies past the end"), std::string::npos) << out4;
 }
 
 TEST(Cli, FastDevRunWritesNothing) {
   const fs::path dir = testing::temp_dir("cli_fdr");
-  auto [rc, out] = testing::run_command(gb() + " train --run-dir " + (dir / "run").string() + " --set trainer.fast_dev_run=2" + kSmall);
+  auto [rc, out] = testing::run_command(gb() + " train --run-dir " + (dir / "run").string() +
+                                        " --set trainer.fast_dev_run=2" + kSmall);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_FALSE(fs::exists(dir / "run" / "checkpoints"));
 }
 
 // The benchmark's JSON shape (figures themselves belong in docs/benchmarks.md, not in tests).
 TEST(Cli, BenchTrainReportsProbesVsPlainFromPairs) {
-  auto [rc, out] = testing::run_command(gb() + " bench train --skip-python --steps 60 --repeats 1 --probe-pairs 2 --threads 1 --json 2>/dev/null");
+  auto [rc, out] = testing::run_command(
+      gb() + " bench train --skip-python --steps 60 --repeats 1 --probe-pairs 2 --threads 1 --json 2>/dev/null");
   ASSERT_EQ(rc, 0) << out;
   const auto j = nlohmann::json::parse(out.substr(out.find('{')));
   for (const char* k : {"trainer_sps", "raw_sps", "trainer_vs_raw", "probes_sps", "probes_vs_plain"}) {

@@ -24,13 +24,15 @@ struct DoctorArgs {
 
 void add_doctor(CLI::App& app) {
   auto a = std::make_shared<DoctorArgs>();
-  CLI::App* cmd = app.add_subcommand("doctor", "Diagnose a training setup: the data, the setup, then a short instrumented run");
+  CLI::App* cmd =
+      app.add_subcommand("doctor", "Diagnose a training setup: the data, the setup, then a short instrumented run");
   cmd->add_option("config", a->config, "TOML config file (default: the built-in defaults)");
   cmd->add_option("--set", a->sets, "override a config key, e.g. --set optim.lr=1e-3 (repeatable)");
   cmd->add_flag("--json", a->json, "print {\"findings\": [...]} as JSON (progress goes to stderr)");
   cmd->add_flag("--no-run", a->no_run, "check the data and the setup only (no training steps)");
   cmd->add_option("--steps", a->steps, "steps of the instrumented run (at most)")->check(CLI::PositiveNumber);
-  cmd->add_option("--seconds", a->seconds, "seconds of training in the instrumented run (at most)")->check(CLI::PositiveNumber);
+  cmd->add_option("--seconds", a->seconds, "seconds of training in the instrumented run (at most)")
+      ->check(CLI::PositiveNumber);
   cmd->footer(
       "Exit status: 0 when no error-level finding, 1 when there is one, 2 on bad input.\n"
       "Finding ids are documented in docs/doctor.md.\n"

@@ -15,7 +15,9 @@ void add_eval(CLI::App& app) {
   auto out = std::make_shared<std::string>();
   auto groups = std::make_shared<std::string>();
   auto script = std::make_shared<ScriptArgs>();
-  CLI::App* cmd = app.add_subcommand("eval", "Metrics of a checkpoint or a TorchScript model on a split: per-class table, calibration, PR/ROC, fairness");
+  CLI::App* cmd = app.add_subcommand(
+      "eval",
+      "Metrics of a checkpoint or a TorchScript model on a split: per-class table, calibration, PR/ROC, fairness");
   cmd->add_option("--checkpoint", o->checkpoint, "checkpoint directory, e.g. runs/quickstart/checkpoints/last.ckpt");
   add_script_options(*cmd, script);
   cmd->add_option("--split", o->split, "test | val | train")->check(CLI::IsMember({"test", "val", "train"}));
@@ -23,19 +25,27 @@ void add_eval(CLI::App& app) {
   cmd->add_flag("--json", *json, "print metrics.json instead of the table");
   cmd->add_option("--device", o->device, "cpu | cuda | cuda:N | auto");
   cmd->add_option("--batch-size", o->batch_size, "inference batch size")->check(CLI::PositiveNumber);
-  cmd->add_option("--groups", *groups, "group attribute per sample of the split's data file: .npy, .csv (header) or .txt");
-  cmd->add_option("--group-column", o->group_column, "column of --groups' CSV, or of the data set's own CSV/NPY, holding the group");
-  cmd->add_option("--positive-class", o->positive_class, "class audited for fairness (name or index; default: class 1 of two, else each class)");
-  cmd->add_option("--privileged", o->privileged, "privileged group for AIF360's signed differences (default: the largest group)");
-  cmd->add_option("--fairness-threshold", o->fairness_threshold, "flag absolute differences above this (the seeds use 0.05)")
+  cmd->add_option("--groups", *groups,
+                  "group attribute per sample of the split's data file: .npy, .csv (header) or .txt");
+  cmd->add_option("--group-column", o->group_column,
+                  "column of --groups' CSV, or of the data set's own CSV/NPY, holding the group");
+  cmd->add_option("--positive-class", o->positive_class,
+                  "class audited for fairness (name or index; default: class 1 of two, else each class)");
+  cmd->add_option("--privileged", o->privileged,
+                  "privileged group for AIF360's signed differences (default: the largest group)");
+  cmd->add_option("--fairness-threshold", o->fairness_threshold,
+                  "flag absolute differences above this (the seeds use 0.05)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->footer(
       "Writes metrics.json, predictions.csv and predictions.npy (index,label,predicted,p_0..p_K-1).\n"
       "Examples:\n"
       "  glassbox eval --checkpoint runs/quickstart/checkpoints/last.ckpt\n"
-      "  glassbox eval --checkpoint runs/adult/checkpoints/last.ckpt --group-column sex --positive-class 1 --privileged 1\n"
-      "  glassbox eval --model resnet.pt                  # TorchScript + resnet.json beside it, on Fashion-MNIST (docs/import.md)\n"
-      "  glassbox eval --model net.pt configs/my_data.toml --input-shape 3,32,32 --mean 0.5 --std 0.25 --labels labels.txt");
+      "  glassbox eval --checkpoint runs/adult/checkpoints/last.ckpt --group-column sex --positive-class 1 "
+      "--privileged 1\n"
+      "  glassbox eval --model resnet.pt                  # TorchScript + resnet.json beside it, on Fashion-MNIST "
+      "(docs/import.md)\n"
+      "  glassbox eval --model net.pt configs/my_data.toml --input-shape 3,32,32 --mean 0.5 --std 0.25 --labels "
+      "labels.txt");
   cmd->callback([o, json, out, groups, script] {
     o->out_dir = *out;
     o->script = script_source(*script, o->checkpoint);
@@ -45,7 +55,8 @@ void add_eval(CLI::App& app) {
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << train::format_eval_summary(j);
-      if (j.contains("out_dir")) std::cout << "wrote " << j["out_dir"].get<std::string>() << "/metrics.json, predictions.csv, predictions.npy\n";
+      if (j.contains("out_dir"))
+        std::cout << "wrote " << j["out_dir"].get<std::string>() << "/metrics.json, predictions.csv, predictions.npy\n";
     }
   });
 }

@@ -1,11 +1,10 @@
 // glassbox eval / explain / quickstart's closing steps, end to end through the binary: the files
 // they write agree with each other and with the data, and bad input is one line with exit 2.
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <sstream>
 
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "glassbox/base/files.h"
@@ -22,7 +21,8 @@ std::string gb() { return testing::build_path("glassbox/cli/glassbox").string();
 
 const std::string kSmallCnn =
     " --set model.name=cnn --set model.cnn.channels=[8,16] --set model.cnn.convs_per_stage=1 --set model.cnn.hidden=32"
-    " --set data.limit_train=2000 --set data.val_size=400 --set trainer.max_epochs=1 --set trainer.enable_progress_bar=false"
+    " --set data.limit_train=2000 --set data.val_size=400 --set trainer.max_epochs=1 --set "
+    "trainer.enable_progress_bar=false"
     " --set trainer.enable_model_summary=false --set diagnostics.tensorboard=false";
 
 // One small CNN run shared by the tests of this file.
@@ -77,8 +77,9 @@ TEST(Eval, WritesMetricsAndPredictionsThatAgree) {
   std::string g;
   for (int i = 0; i < 2000; ++i) g += (i % 3 == 0 ? "a\n" : "b\n");
   write_file_atomic(groups, g);
-  auto [rc2, out2] = testing::run_command(gb() + " eval --checkpoint " + ckpt + " --split val --groups " + groups.string() + " --out " +
-                                          (run.parent_path() / "ev_val").string() + " --json");
+  auto [rc2, out2] =
+      testing::run_command(gb() + " eval --checkpoint " + ckpt + " --split val --groups " + groups.string() +
+                           " --out " + (run.parent_path() / "ev_val").string() + " --json");
   ASSERT_EQ(rc2, 0) << out2;
   const auto v = nlohmann::json::parse(out2.substr(out2.find('{')));
   EXPECT_EQ(v["num_samples"].get<int>(), 400);
@@ -102,10 +103,13 @@ TEST(Eval, BadInputIsOneLineAndExitTwo) {
   const std::string before = fs::exists(run / "eval" / "metrics.json") ? read_file(run / "eval" / "metrics.json") : "";
   const std::pair<std::string, std::string> cases[] = {
       {" eval --checkpoint " + run.string() + "/nope.ckpt", "no checkpoint at"},
-      {" eval --checkpoint " + ckpt + " --groups " + short_groups.string(), "has 2 group values, but the test split reaches row 9999"},
+      {" eval --checkpoint " + ckpt + " --groups " + short_groups.string(),
+       "has 2 group values, but the test split reaches row 9999"},
       {" eval --checkpoint " + ckpt + " --group-column sex", "--group-column needs a CSV or NPY data set"},
-      {" eval --checkpoint " + ckpt + " --groups " + groups.string() + " --positive-class Dog", "unknown positive class 'Dog'"},
-      {" eval --checkpoint " + ckpt + " --groups " + groups.string() + " --privileged z", "privileged group 'z' does not occur in test_groups"},
+      {" eval --checkpoint " + ckpt + " --groups " + groups.string() + " --positive-class Dog",
+       "unknown positive class 'Dog'"},
+      {" eval --checkpoint " + ckpt + " --groups " + groups.string() + " --privileged z",
+       "privileged group 'z' does not occur in test_groups"},
       {" eval --checkpoint " + ckpt + " --split validation", "--split: validation not in {test,val,train}"},
   };
   for (const auto& [args, expect] : cases) {
@@ -124,7 +128,9 @@ TEST(Explain, WritesHeatMapsOfWrongAndRightPredictions) {
   const fs::path run = cnn_run();
   const std::string ckpt = (run / "checkpoints" / "last.ckpt").string();
   const fs::path out_dir = run.parent_path() / "explain";
-  auto [rc, out] = testing::run_command(gb() + " explain --checkpoint " + ckpt + " --samples 0,5 --misclassified 3 --method gradcam++ --out " + out_dir.string());
+  auto [rc, out] =
+      testing::run_command(gb() + " explain --checkpoint " + ckpt +
+                           " --samples 0,5 --misclassified 3 --method gradcam++ --out " + out_dir.string());
   ASSERT_EQ(rc, 0) << out;
   const auto index = nlohmann::json::parse(read_file(out_dir / "index.json"));
   EXPECT_EQ(index["method"], "gradcam++");
@@ -141,9 +147,11 @@ TEST(Explain, WritesHeatMapsOfWrongAndRightPredictions) {
   }
   EXPECT_GE(wrong, 3);
 
-  auto [rc2, out2] = testing::run_command(gb() + " explain --checkpoint " + ckpt + " --samples 1 --layer features.conv9");
+  auto [rc2, out2] =
+      testing::run_command(gb() + " explain --checkpoint " + ckpt + " --samples 1 --layer features.conv9");
   EXPECT_EQ(rc2, 2) << out2;
-  EXPECT_NE(out2.find("'features.conv9' is not a convolutional layer of cnn (hint: use --layer with one of: features, features.conv0_0"),
+  EXPECT_NE(out2.find("'features.conv9' is not a convolutional layer of cnn (hint: use --layer with one of: features, "
+                      "features.conv0_0"),
             std::string::npos)
       << out2;
   auto [rc3, out3] = testing::run_command(gb() + " explain --checkpoint " + ckpt + " --samples 10000");
@@ -157,8 +165,9 @@ TEST(Explain, WritesHeatMapsOfWrongAndRightPredictions) {
 // test image and pytorch-grad-cam's maps are the reference.
 TEST(ImportedModel, PythonScriptedResNetIsEvaluatedAndExplained) {
   const fs::path dir = testing::temp_dir("cli_import") / "py";
-  const auto py = nlohmann::json::parse(testing::run_python("tests/reference/make_script_model.py",
-                                                            {"--out", dir.string(), "--arch", "resnet18", "--first", "4", "--accuracy"}));
+  const auto py = nlohmann::json::parse(
+      testing::run_python("tests/reference/make_script_model.py",
+                          {"--out", dir.string(), "--arch", "resnet18", "--first", "4", "--accuracy"}));
   const std::string model = (dir / "model.pt").string();
 
   // eval: the whole test split, with the sidecar's preprocessing, to the default MODEL_DIR/eval.
@@ -170,7 +179,8 @@ TEST(ImportedModel, PythonScriptedResNetIsEvaluatedAndExplained) {
   EXPECT_EQ(m["model_file"], model);
   EXPECT_EQ(m["contract"], (dir / "model.json").string());
   EXPECT_EQ(m["per_class"][9]["name"], "Ankle boot");  // the contract's labels
-  std::printf("imported resnet18: glassbox accuracy %.4f, Python torch %.4f\n", m["accuracy"].get<double>(), py["accuracy"].get<double>());
+  std::printf("imported resnet18: glassbox accuracy %.4f, Python torch %.4f\n", m["accuracy"].get<double>(),
+              py["accuracy"].get<double>());
   EXPECT_DOUBLE_EQ(m["accuracy"].get<double>(), py["accuracy"].get<double>());
   EXPECT_GT(py["accuracy"].get<double>(), 0.3);  // a model that predicts, not one constant class
   // Every prediction, in file order, equals Python's.
@@ -201,9 +211,10 @@ TEST(ImportedModel, PythonScriptedResNetIsEvaluatedAndExplained) {
   }
   data::write_npy(dir / "targets.npy", torch::tensor(targets, torch::kLong));
   testing::run_python("tests/reference/gradcam_ref.py",
-                      {"--arch", "resnet18", "--model-json", (dir / "model_spec.json").string(), "--weights", (dir / "model.safetensors").string(),
-                       "--inputs", (dir / "first_inputs.npy").string(), "--targets", (dir / "targets.npy").string(), "--method", "gradcam",
-                       "--layer", "layer4", "--out", (dir / "cams.npy").string()});
+                      {"--arch", "resnet18", "--model-json", (dir / "model_spec.json").string(), "--weights",
+                       (dir / "model.safetensors").string(), "--inputs", (dir / "first_inputs.npy").string(),
+                       "--targets", (dir / "targets.npy").string(), "--method", "gradcam", "--layer", "layer4", "--out",
+                       (dir / "cams.npy").string()});
   const at::Tensor maps = data::read_npy(dir / "explain" / "maps.npy");
   const at::Tensor cams = data::read_npy(dir / "cams.npy");
   ASSERT_EQ(maps.sizes(), cams.sizes());
@@ -219,8 +230,11 @@ TEST(ImportedModel, PythonScriptedResNetIsEvaluatedAndExplained) {
   const std::string net = (bare / "net.pt").string();
   auto [rc3, out3] = testing::run_command(gb() + " explain --model " + net + " --samples 0,1,2,3");
   EXPECT_EQ(rc3, 2) << out3;
-  EXPECT_NE(out3.find("no contract for " + net + " (no net.json beside it, no --contract, no --input-shape)"), std::string::npos) << out3;
-  auto [rc4, out4] = testing::run_command(gb() + " explain --model " + net + " --input-shape 1,28,28 --mean 0.286 --std 0.353 --samples 0,1,2,3 --json");
+  EXPECT_NE(out3.find("no contract for " + net + " (no net.json beside it, no --contract, no --input-shape)"),
+            std::string::npos)
+      << out3;
+  auto [rc4, out4] = testing::run_command(gb() + " explain --model " + net +
+                                          " --input-shape 1,28,28 --mean 0.286 --std 0.353 --samples 0,1,2,3 --json");
   ASSERT_EQ(rc4, 0) << out4;
   const auto idx4 = nlohmann::json::parse(read_file(bare / "explain" / "index.json"));
   EXPECT_EQ(idx4["contract"], "flags");
@@ -233,11 +247,14 @@ TEST(ImportedModel, PythonScriptedResNetIsEvaluatedAndExplained) {
   const std::pair<std::string, std::string> cases[] = {
       {" eval --model " + model + " --checkpoint " + bare.string(), "--checkpoint and --model are mutually exclusive"},
       {" eval", "no model given (hint: pass --checkpoint"},
-      {" eval --model " + model + " --input-shape 1,32,32",
-       "the model expects inputs of shape [1, 32, 32] (" + (dir / "model.json").string() + " + flags), the data's samples have shape [1, 28, 28]"},
+      {" eval --model " + model + " --input-shape 1,32,32", "the model expects inputs of shape [1, 32, 32] (" +
+                                                                (dir / "model.json").string() +
+                                                                " + flags), the data's samples have shape [1, 28, 28]"},
       {" explain --model " + model + " --input-shape 3,28,28 --mean 0.5,0.4,0.3 --std 0.2,0.2,0.2",
-       "the model expects inputs of shape [3, 28, 28] (" + (dir / "model.json").string() + " + flags), the data's samples have shape [1, 28, 28]"},
-      {" explain --model " + (bare / "junk.pt").string() + " --input-shape 1,28,28", "junk.pt is not a TorchScript file"},
+       "the model expects inputs of shape [3, 28, 28] (" + (dir / "model.json").string() +
+           " + flags), the data's samples have shape [1, 28, 28]"},
+      {" explain --model " + (bare / "junk.pt").string() + " --input-shape 1,28,28",
+       "junk.pt is not a TorchScript file"},
       {" explain --model " + (bare / "none.pt").string(), "no TorchScript file at"},
       {" eval --model " + model + " --labels " + (bare / "junk.pt").string(), "contract has 1 labels for 10 classes"},
   };
@@ -253,22 +270,27 @@ TEST(ImportedModel, PythonScriptedResNetIsEvaluatedAndExplained) {
 // Acceptance: quickstart ends with the report in its run directory (a short quickstart here).
 TEST(Quickstart, EndsWithEvaluationExplanationsDoctorAndReport) {
   const fs::path run = testing::temp_dir("cli_qs") / "qs";
-  auto [rc, out] = testing::run_command(gb() + " quickstart --run-dir " + run.string() +
-                                        " --set data.limit_train=3000 --set data.val_size=500 --set trainer.max_epochs=1"
-                                        " --set trainer.enable_progress_bar=false --set trainer.enable_model_summary=false");
+  auto [rc, out] =
+      testing::run_command(gb() + " quickstart --run-dir " + run.string() +
+                           " --set data.limit_train=3000 --set data.val_size=500 --set trainer.max_epochs=1"
+                           " --set trainer.enable_progress_bar=false --set trainer.enable_model_summary=false");
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("report: " + (run / "report.html").string()), std::string::npos) << out;
-  for (const char* f : {"eval/metrics.json", "explain/index.json", "doctor.json", "report.html", "export/model.pt", "export/model.onnx",
-                        "export/model.json", "export/repository/qs/config.pbtxt", "export/repository/qs/1/model.pt"})
+  for (const char* f :
+       {"eval/metrics.json", "explain/index.json", "doctor.json", "report.html", "export/model.pt", "export/model.onnx",
+        "export/model.json", "export/repository/qs/config.pbtxt", "export/repository/qs/1/model.pt"})
     EXPECT_TRUE(fs::exists(run / f)) << f;
   EXPECT_NE(out.find("export: torchscript "), std::string::npos) << out;
   // The one command that serves what was just exported.
-  EXPECT_NE(out.find(" serve --model-repository " + (run / "export" / "repository").string() + "\n"), std::string::npos) << out;
+  EXPECT_NE(out.find(" serve --model-repository " + (run / "export" / "repository").string() + "\n"), std::string::npos)
+      << out;
   const std::string html = read_file(run / "report.html");
-  for (const char* chart : {"data-chart=\"loss\"", "data-chart=\"confusion\"", "data-chart=\"reliability\"", "data-chart=\"pr\"", "data-chart=\"gradcam\""})
+  for (const char* chart : {"data-chart=\"loss\"", "data-chart=\"confusion\"", "data-chart=\"reliability\"",
+                            "data-chart=\"pr\"", "data-chart=\"gradcam\""})
     EXPECT_NE(html.find(chart), std::string::npos) << chart;
   EXPECT_EQ(html.find("<script src"), std::string::npos);
-  for (const char* remote : {"src=\"http", "href=\"http", "url(http", "@import"}) EXPECT_EQ(html.find(remote), std::string::npos) << remote;
+  for (const char* remote : {"src=\"http", "href=\"http", "url(http", "@import"})
+    EXPECT_EQ(html.find(remote), std::string::npos) << remote;
   EXPECT_EQ(nlohmann::json::parse(read_file(run / "explain" / "index.json"))["method"], "saliency");  // an MLP
 }
 

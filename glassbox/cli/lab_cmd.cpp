@@ -52,7 +52,8 @@ Scenario read_scenario(const fs::path& dir) {
 }
 
 std::vector<Scenario> scenarios(const fs::path& lab) {
-  GB_CHECK(fs::is_directory(lab), NotFound, "no lab directory at " << lab.string(), "run from the repository root or pass --lab-dir");
+  GB_CHECK(fs::is_directory(lab), NotFound, "no lab directory at " << lab.string(),
+           "run from the repository root or pass --lab-dir");
   std::vector<Scenario> out;
   for (const auto& e : fs::directory_iterator(lab))
     if (e.is_directory() && fs::exists(e.path() / "lab.toml")) out.push_back(read_scenario(e.path()));
@@ -111,17 +112,20 @@ void add_lab(CLI::App& app) {
     const auto all = scenarios(lab);
     if (*json) {
       nlohmann::json j = nlohmann::json::array();
-      for (const auto& s : all) j.push_back({{"name", s.name}, {"title", s.title}, {"symptom", s.symptom}, {"expect", s.expect}});
+      for (const auto& s : all)
+        j.push_back({{"name", s.name}, {"title", s.title}, {"symptom", s.symptom}, {"expect", s.expect}});
       std::cout << j.dump(2) << "\n";
       return;
     }
     std::size_t w = 4;
     for (const auto& s : all) w = std::max(w, s.name.size());
     for (const auto& s : all) std::cout << fmt::format("{:<{}}  {}\n", s.name, w, s.title);
-    std::cout << fmt::format("\n{} scenarios in {}; run one with: glassbox lab run NAME [--fixed]\n", all.size(), lab.string());
+    std::cout << fmt::format("\n{} scenarios in {}; run one with: glassbox lab run NAME [--fixed]\n", all.size(),
+                             lab.string());
   });
 
-  CLI::App* run = cmd->add_subcommand("run", "Train a scenario briefly, show the symptom, then the doctor's diagnosis and fix");
+  CLI::App* run =
+      cmd->add_subcommand("run", "Train a scenario briefly, show the symptom, then the doctor's diagnosis and fix");
   auto name = std::make_shared<std::string>();
   auto fixed = std::make_shared<bool>(false);
   auto sets = std::make_shared<std::vector<std::string>>();
@@ -136,8 +140,9 @@ void add_lab(CLI::App& app) {
       std::vector<std::string> names;
       for (const auto& s : scenarios(lab)) names.push_back(s.name);
       const std::string near = closest_match(*name, names);
-      GB_THROW(NotFound, "no lab scenario \"" << *name << "\" in " << lab.string(),
-               near.empty() ? std::string("see glassbox lab list") : "did you mean \"" + near + "\"? (glassbox lab list)");
+      GB_THROW(
+          NotFound, "no lab scenario \"" << *name << "\" in " << lab.string(),
+          near.empty() ? std::string("see glassbox lab list") : "did you mean \"" + near + "\"? (glassbox lab list)");
     }
     const Scenario s = read_scenario(dir);
     std::cout << fmt::format("== lab: {} — {}\nsymptom to look for: {}\n", s.name, s.title, s.symptom);
@@ -145,17 +150,20 @@ void add_lab(CLI::App& app) {
     std::cout << fmt::format("\n1. training the broken setup ({})\n", (dir / "config.toml").string()) << std::flush;
     train_briefly(load_lab_config(lab, dir / "config.toml", *sets), fs::path("runs") / "lab" / s.name, std::cout);
     std::cout << "\n2. the doctor\n" << std::flush;
-    const inspect::DoctorReport r = inspect::run_doctor(load_lab_config(lab, dir / "config.toml", *sets), inspect::DoctorOptions{}, &std::cerr);
+    const inspect::DoctorReport r =
+        inspect::run_doctor(load_lab_config(lab, dir / "config.toml", *sets), inspect::DoctorOptions{}, &std::cerr);
     std::cout << r.to_text();
     std::size_t rank = 0;
     for (std::size_t i = 0; i < r.findings.size(); ++i)
       if (r.findings[i].id == s.expect && rank == 0) rank = i + 1;
-    std::cout << fmt::format("\nplanted cause: {} — {}\n", s.expect,
-                             rank == 0 ? std::string("not found by the doctor") : fmt::format("ranked #{} by the doctor", rank));
+    std::cout << fmt::format(
+        "\nplanted cause: {} — {}\n", s.expect,
+        rank == 0 ? std::string("not found by the doctor") : fmt::format("ranked #{} by the doctor", rank));
     if (!s.cause.empty()) std::cout << "what was planted: " << s.cause << "\n";
     if (*fixed) {
       std::cout << fmt::format("\n3. the repaired setup ({})\n", (dir / "fixed.toml").string()) << std::flush;
-      train_briefly(load_lab_config(lab, dir / "fixed.toml", *sets), fs::path("runs") / "lab" / (s.name + "-fixed"), std::cout);
+      train_briefly(load_lab_config(lab, dir / "fixed.toml", *sets), fs::path("runs") / "lab" / (s.name + "-fixed"),
+                    std::cout);
     }
   });
 }

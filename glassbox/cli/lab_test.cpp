@@ -1,12 +1,12 @@
 // The fault lab end to end: every scenario under lab/ is diagnosed by `glassbox doctor --json`
 // with its planted cause ranked first and at the right place; the healthy quickstart has no
 // error-level finding; a training run's TensorBoard events read back with TensorBoard's reader.
+#include <fstream>
+#include <sstream>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
-
-#include <fstream>
-#include <sstream>
 
 #include "glassbox/testing/testing.h"
 
@@ -21,8 +21,8 @@ fs::path lab() { return testing::source_dir() / "lab"; }
 // The JSON document at the end of the doctor's stdout (progress goes to stderr).
 nlohmann::json doctor_json(const std::string& config, int* rc) {
   const fs::path out = testing::temp_dir("lab_doctor") / "out.json";
-  auto [code, text] = testing::run_command("cd " + testing::source_dir().string() + " && { " + gb() + " doctor " + config +
-                                           " --json 2>/dev/null; } > " + out.string());
+  auto [code, text] = testing::run_command("cd " + testing::source_dir().string() + " && { " + gb() + " doctor " +
+                                           config + " --json 2>/dev/null; } > " + out.string());
   *rc = code;
   std::ifstream in(out);
   std::stringstream ss;
@@ -31,7 +31,8 @@ nlohmann::json doctor_json(const std::string& config, int* rc) {
 }
 
 TEST(Lab, EveryScenarioRanksItsPlantedCauseFirstAtTheRightPlace) {
-  auto [rc_data, out_data] = testing::run_command(testing::python().string() + " " + (lab() / "make_data.py").string() + " --all");
+  auto [rc_data, out_data] =
+      testing::run_command(testing::python().string() + " " + (lab() / "make_data.py").string() + " --all");
   ASSERT_EQ(rc_data, 0) << out_data;
   int scenarios = 0;
   for (const auto& e : fs::directory_iterator(lab())) {
@@ -75,21 +76,25 @@ TEST(Lab, ListAndUnknownScenario) {
   auto [rc, out] = testing::run_command("cd " + testing::source_dir().string() + " && " + gb() + " lab list");
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("label-offset"), std::string::npos) << out;
-  auto [rc2, out2] = testing::run_command("cd " + testing::source_dir().string() + " && " + gb() + " lab run label-ofset");
+  auto [rc2, out2] =
+      testing::run_command("cd " + testing::source_dir().string() + " && " + gb() + " lab run label-ofset");
   EXPECT_EQ(rc2, 2) << out2;
   EXPECT_NE(out2.find("did you mean \"label-offset\""), std::string::npos) << out2;
 }
 
 TEST(Lab, TrainingRunWritesTensorBoardEventsThatTensorBoardReads) {
   const fs::path run = testing::temp_dir("lab_tb") / "run";
-  auto [rc, out] = testing::run_command(gb() + " train " + (testing::source_dir() / "configs" / "quickstart.toml").string() + " --run-dir " + run.string() +
-                                        " --set data.limit_train=2500 --set data.val_size=500 --set trainer.max_epochs=1"
-                                        " --set trainer.enable_progress_bar=false --set diagnostics.probe_every_n_steps=10"
-                                        " --set trainer.log_every_n_steps=5 --set diagnostics.grad_norm_every_step=true");
+  auto [rc, out] =
+      testing::run_command(gb() + " train " + (testing::source_dir() / "configs" / "quickstart.toml").string() +
+                           " --run-dir " + run.string() +
+                           " --set data.limit_train=2500 --set data.val_size=500 --set trainer.max_epochs=1"
+                           " --set trainer.enable_progress_bar=false --set diagnostics.probe_every_n_steps=10"
+                           " --set trainer.log_every_n_steps=5 --set diagnostics.grad_norm_every_step=true");
   ASSERT_EQ(rc, 0) << out;
   const std::string text = testing::run_python("tests/reference/tensorboard_read.py", {run.string()});
   const nlohmann::json j = nlohmann::json::parse(text);
-  for (const char* tag : {"train_loss", "val_acc", "grad_norm/total", "lr", "test_acc"}) EXPECT_TRUE(j["scalars"].contains(tag)) << tag;
+  for (const char* tag : {"train_loss", "val_acc", "grad_norm/total", "lr", "test_acc"})
+    EXPECT_TRUE(j["scalars"].contains(tag)) << tag;
   // 2000 samples / batch 128 = 16 steps; the total gradient norm is logged at every one.
   EXPECT_EQ(j["scalars"]["grad_norm/total"].size(), 16u);
   EXPECT_TRUE(j["histograms"].contains("weights/body.fc0.weight")) << j["histograms"].size();

@@ -26,7 +26,8 @@ c10::Device resolve_device(const std::string& spec) {
     GB_CHECK(cuda_available(), Unavailable, "device \"" << spec << "\" requested but no CUDA device is available",
              "use trainer.device=cpu or auto, or install a CUDA build of torch");
     GB_CHECK(index >= 0 && index < cuda_device_count(), InvalidArgument,
-             "device \"" << spec << "\": only " << cuda_device_count() << " CUDA device(s)", "pick an index below the count");
+             "device \"" << spec << "\": only " << cuda_device_count() << " CUDA device(s)",
+             "pick an index below the count");
     return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
   }
   GB_THROW(InvalidArgument, "unknown device \"" << spec << "\"", "use cpu, cuda, cuda:N or auto");

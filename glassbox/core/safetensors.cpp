@@ -16,15 +16,15 @@ struct DtypeName {
 };
 
 constexpr DtypeName kDtypes[] = {
-    {c10::kFloat, "F32"},  {c10::kDouble, "F64"}, {c10::kHalf, "F16"},  {c10::kBFloat16, "BF16"},
-    {c10::kLong, "I64"},   {c10::kInt, "I32"},    {c10::kShort, "I16"}, {c10::kChar, "I8"},
-    {c10::kByte, "U8"},    {c10::kBool, "BOOL"},
+    {c10::kFloat, "F32"}, {c10::kDouble, "F64"}, {c10::kHalf, "F16"}, {c10::kBFloat16, "BF16"}, {c10::kLong, "I64"},
+    {c10::kInt, "I32"},   {c10::kShort, "I16"},  {c10::kChar, "I8"},  {c10::kByte, "U8"},       {c10::kBool, "BOOL"},
 };
 
 const char* dtype_to_name(c10::ScalarType t) {
   for (const auto& d : kDtypes)
     if (d.type == t) return d.name;
-  GB_THROW(InvalidArgument, "safetensors: unsupported dtype " << c10::toString(t), "convert the tensor to a numeric dtype");
+  GB_THROW(InvalidArgument, "safetensors: unsupported dtype " << c10::toString(t),
+           "convert the tensor to a numeric dtype");
 }
 
 bool name_to_dtype(const std::string& name, c10::ScalarType* out) {
@@ -52,7 +52,8 @@ std::string encode_safetensors(const TensorMap& tensors, const std::map<std::str
   contiguous.reserve(tensors.size());
   std::size_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    GB_CHECK(name != "__metadata__", InvalidArgument, "safetensors: reserved tensor name __metadata__", "rename the tensor");
+    GB_CHECK(name != "__metadata__", InvalidArgument, "safetensors: reserved tensor name __metadata__",
+             "rename the tensor");
     at::Tensor c = t.detach().to(c10::kCPU).contiguous();
     const std::size_t nbytes = c.numel() * c.element_size();
     header[name] = {{"dtype", dtype_to_name(c.scalar_type())},
@@ -82,8 +83,10 @@ SafetensorsFile decode_safetensors(const std::string& bytes, const std::string& 
   GB_CHECK(bytes.size() >= 8, DataLoss, source << ": not a safetensors file (only " << bytes.size() << " bytes)",
            "the file is truncated; restore it from a good copy");
   std::uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)])) << (8 * i);
-  GB_CHECK(n <= bytes.size() - 8, DataLoss, source << ": header length " << n << " exceeds the file size " << bytes.size(),
+  for (int i = 0; i < 8; ++i)
+    n |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)])) << (8 * i);
+  GB_CHECK(n <= bytes.size() - 8, DataLoss,
+           source << ": header length " << n << " exceeds the file size " << bytes.size(),
            "the file is truncated or not safetensors");
   nlohmann::json header;
   try {
@@ -110,12 +113,13 @@ SafetensorsFile decode_safetensors(const std::string& bytes, const std::string& 
              source << ": tensor " << name << " has an incomplete header entry", "restore the file");
     c10::ScalarType type{};
     GB_CHECK(e["dtype"].is_string() && name_to_dtype(e["dtype"].get<std::string>(), &type), DataLoss,
-             source << ": tensor " << name << " has unsupported dtype " << e["dtype"].dump(), "re-save it as F32/F64/I64/...");
+             source << ": tensor " << name << " has unsupported dtype " << e["dtype"].dump(),
+             "re-save it as F32/F64/I64/...");
     std::vector<std::int64_t> shape;
     std::int64_t numel = 1;
     for (const auto& d : e["shape"]) {
-      GB_CHECK(d.is_number_integer() && d.get<std::int64_t>() >= 0, DataLoss, source << ": tensor " << name << " has a bad shape",
-               "restore the file");
+      GB_CHECK(d.is_number_integer() && d.get<std::int64_t>() >= 0, DataLoss,
+               source << ": tensor " << name << " has a bad shape", "restore the file");
       shape.push_back(d.get<std::int64_t>());
       numel *= shape.back();
     }
@@ -125,11 +129,13 @@ SafetensorsFile decode_safetensors(const std::string& bytes, const std::string& 
     const auto begin = off[0].get<std::size_t>();
     const auto end = off[1].get<std::size_t>();
     const std::size_t expected = static_cast<std::size_t>(numel) * c10::elementSize(type);
-    GB_CHECK(begin <= end && end <= data_size, DataLoss,
-             source << ": tensor " << name << " lies past the end of the file (" << end << " > " << data_size << " bytes)",
-             "the file is truncated; restore it from a good copy");
+    GB_CHECK(
+        begin <= end && end <= data_size, DataLoss,
+        source << ": tensor " << name << " lies past the end of the file (" << end << " > " << data_size << " bytes)",
+        "the file is truncated; restore it from a good copy");
     GB_CHECK(end - begin == expected, DataLoss,
-             source << ": tensor " << name << " has " << (end - begin) << " bytes, its shape needs " << expected, "restore the file");
+             source << ": tensor " << name << " has " << (end - begin) << " bytes, its shape needs " << expected,
+             "restore the file");
     at::Tensor t = at::empty(shape, at::TensorOptions().dtype(type));
     if (expected > 0) std::memcpy(t.data_ptr(), data + begin, expected);
     ordered.push_back({begin, {name, std::move(t)}});
@@ -144,6 +150,8 @@ void save_safetensors(const std::filesystem::path& path, const TensorMap& tensor
   write_file_atomic(path, encode_safetensors(tensors, metadata));
 }
 
-SafetensorsFile load_safetensors(const std::filesystem::path& path) { return decode_safetensors(read_file(path), path.string()); }
+SafetensorsFile load_safetensors(const std::filesystem::path& path) {
+  return decode_safetensors(read_file(path), path.string());
+}
 
 }  // namespace glassbox

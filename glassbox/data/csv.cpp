@@ -1,10 +1,10 @@
 #include "glassbox/data/csv.h"
 
-#include <torch/torch.h>
-
 #include <charconv>
 #include <cmath>
 #include <cstring>
+
+#include <torch/torch.h>
 
 #include "glassbox/base/config.h"
 #include "glassbox/base/error.h"
@@ -105,8 +105,8 @@ CsvTable parse_csv(std::string_view text, const std::string& source, const std::
   std::int64_t label_idx = -1;
   for (std::size_t i = 0; i < header.size(); ++i) {
     if (header[i] == label_column) {
-      GB_CHECK(label_idx < 0, DataLoss, source << ":" << line_no << ": the label column '" << label_column
-                                               << "' appears twice in the header",
+      GB_CHECK(label_idx < 0, DataLoss,
+               source << ":" << line_no << ": the label column '" << label_column << "' appears twice in the header",
                "rename one of the columns");
       label_idx = static_cast<std::int64_t>(i);
     }
@@ -124,8 +124,8 @@ CsvTable parse_csv(std::string_view text, const std::string& source, const std::
   }
   const std::size_t ncols = header.size();
   const std::size_t nfeat = ncols - 1;
-  GB_CHECK(nfeat >= 1, DataLoss, source << ":" << line_no << ": no feature columns besides the label '" << label_column
-                                        << "'",
+  GB_CHECK(nfeat >= 1, DataLoss,
+           source << ":" << line_no << ": no feature columns besides the label '" << label_column << "'",
            "add at least one numeric feature column");
   CsvTable table;
   for (std::size_t i = 0; i < ncols; ++i)
@@ -151,8 +151,8 @@ CsvTable parse_csv(std::string_view text, const std::string& source, const std::
       } else {
         double v = 0;
         GB_CHECK(parse_double(f, &v), DataLoss,
-                 where << ": column " << i + 1 << " ('" << header[i] << "'): "
-                       << (f.empty() ? std::string("empty cell") : "'" + f + "' is not a number"),
+                 where << ": column " << i + 1 << " ('" << header[i]
+                       << "'): " << (f.empty() ? std::string("empty cell") : "'" + f + "' is not a number"),
                  "feature columns must be numeric; encode categories as numbers and fill missing values");
         features.push_back(static_cast<float>(v));
       }

@@ -23,8 +23,8 @@
 namespace glassbox::data {
 
 struct CsvTable {
-  at::Tensor features;  // [N, F] float32
-  at::Tensor labels;    // [N] int64
+  at::Tensor features;                     // [N, F] float32
+  at::Tensor labels;                       // [N] int64
   std::vector<std::string> feature_names;  // F names, in file order
 };
 

@@ -1,9 +1,9 @@
 #include "glassbox/data/dataset.h"
 
+#include <utility>
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
-
-#include <utility>
 
 #include "glassbox/base/error.h"
 
@@ -35,7 +35,8 @@ at::Tensor checked_indices(const at::Tensor& indices, std::int64_t n, const char
 TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets, std::int64_t num_classes)
     : inputs_(std::move(inputs)), targets_(std::move(targets)), num_classes_(num_classes) {
   GB_CHECK(inputs_.defined() && inputs_.dim() >= 1, InvalidArgument,
-           "TensorDataset: inputs must be a tensor of shape [N, ...]", "pass the inputs with the sample dimension first");
+           "TensorDataset: inputs must be a tensor of shape [N, ...]",
+           "pass the inputs with the sample dimension first");
   GB_CHECK(targets_.defined() && targets_.dim() >= 1, InvalidArgument,
            "TensorDataset: targets must be a tensor of shape [N] or [N, ...]", "pass one target per sample");
   GB_CHECK(inputs_.size(0) == targets_.size(0), InvalidArgument,

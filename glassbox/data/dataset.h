@@ -20,9 +20,9 @@
 namespace glassbox::data {
 
 struct Batch {
-  at::Tensor inputs;   // [B, ...] float32 (or the dataset's dtype)
-  at::Tensor targets;  // [B] int64 class labels (or [B, ...] for other tasks)
-  at::Tensor indices;  // [B] int64 sample indices in the dataset the loader reads
+  at::Tensor inputs;             // [B, ...] float32 (or the dataset's dtype)
+  at::Tensor targets;            // [B] int64 class labels (or [B, ...] for other tasks)
+  at::Tensor indices;            // [B] int64 sample indices in the dataset the loader reads
   std::int64_t batch_index = 0;  // position of the batch within its epoch
   std::int64_t size() const { return indices.defined() ? indices.size(0) : 0; }
 };

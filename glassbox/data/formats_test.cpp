@@ -1,9 +1,9 @@
 // Tests of the file formats: IDX (plain and gzip), NPY (against real NumPy), CSV.
-#include <gtest/gtest.h>
-#include <torch/torch.h>
-
 #include <fstream>
 #include <sstream>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
@@ -20,7 +20,6 @@ using glassbox::testing::temp_dir;
 
 at::Tensor i64(std::initializer_list<std::int64_t> v) { return torch::tensor(std::vector<std::int64_t>(v)); }
 
-
 void write_bytes(const fs::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -33,7 +32,8 @@ Error expect_error(Fn fn, ErrorCode code, const std::vector<std::string>& parts)
     fn();
   } catch (const Error& e) {
     EXPECT_EQ(error_code_name(e.code()), std::string(error_code_name(code))) << e.what();
-    for (const auto& p : parts) EXPECT_NE(e.message().find(p), std::string::npos) << "missing '" << p << "' in: " << e.what();
+    for (const auto& p : parts)
+      EXPECT_NE(e.message().find(p), std::string::npos) << "missing '" << p << "' in: " << e.what();
     return e;
   }
   ADD_FAILURE() << "no glassbox::Error thrown";
@@ -226,7 +226,8 @@ TEST_F(NpyFromNumpy, TruncatedAndCorruptFiles) {
   hdr[at + 1] = 'X';  // 'Xhape'
   const fs::path key = dir / "key.npy";
   write_bytes(key, hdr);
-  expect_error([&] { read_npy(key); }, ErrorCode::kDataLoss, {key.string(), "bad .npy header", "unexpected key 'Xhape'"});
+  expect_error([&] { read_npy(key); }, ErrorCode::kDataLoss,
+               {key.string(), "bad .npy header", "unexpected key 'Xhape'"});
   const fs::path hcut = dir / "hcut.npy";
   write_bytes(hcut, good.substr(0, 40));
   expect_error([&] { read_npy(hcut); }, ErrorCode::kDataLoss, {hcut.string(), "truncated header"});

@@ -1,6 +1,5 @@
 #include "glassbox/data/idx.h"
 
-#include <torch/torch.h>
 #include <zlib.h>
 
 #include <bit>
@@ -10,13 +9,16 @@
 #include <sstream>
 #include <vector>
 
+#include <torch/torch.h>
+
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
 
 namespace glassbox::data {
 namespace {
 
-constexpr const char* kIdxHint = "expected an IDX file (MNIST format); re-download or re-extract it, or check data.root";
+constexpr const char* kIdxHint =
+    "expected an IDX file (MNIST format); re-download or re-extract it, or check data.root";
 
 struct IdxType {
   unsigned char code;
@@ -25,8 +27,8 @@ struct IdxType {
 };
 
 constexpr IdxType kIdxTypes[] = {
-    {0x08, at::kByte, "uint8"},   {0x09, at::kChar, "int8"},    {0x0B, at::kShort, "int16"},
-    {0x0C, at::kInt, "int32"},    {0x0D, at::kFloat, "float32"}, {0x0E, at::kDouble, "float64"},
+    {0x08, at::kByte, "uint8"}, {0x09, at::kChar, "int8"},     {0x0B, at::kShort, "int16"},
+    {0x0C, at::kInt, "int32"},  {0x0D, at::kFloat, "float32"}, {0x0E, at::kDouble, "float64"},
 };
 
 std::string hex_bytes(std::string_view b, std::size_t n) {
@@ -75,7 +77,8 @@ void swap_to_host_from_big(void* data, std::size_t count, std::size_t size) {
 }
 
 bool is_gzip(std::string_view bytes) {
-  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b;
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
 std::string gunzip(std::string_view in, const std::string& source) {
@@ -86,8 +89,8 @@ std::string gunzip(std::string_view in, const std::string& source) {
   std::size_t guess = in.size() * 4;
   if (in.size() >= 18) {
     const auto* t = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
-    const std::size_t isize = std::size_t{t[0]} | (std::size_t{t[1]} << 8) | (std::size_t{t[2]} << 16) |
-                              (std::size_t{t[3]} << 24);
+    const std::size_t isize =
+        std::size_t{t[0]} | (std::size_t{t[1]} << 8) | (std::size_t{t[2]} << 16) | (std::size_t{t[3]} << 24);
     if (isize >= in.size() / 2 && isize <= in.size() * 1100) guess = isize + 1;
   }
   out.resize(std::max<std::size_t>(guess, 1024));
@@ -176,9 +179,8 @@ at::Tensor decode_idx(std::string_view bytes, const std::string& source) {
                   << " (known: 08 uint8, 09 int8, 0b int16, 0c int32, 0d float32, 0e float64)",
            kIdxHint);
   const int ndims = u[3];
-  GB_CHECK(ndims >= 1 && ndims <= 4, DataLoss, source << ": the IDX header declares " << ndims
-                                                      << " dimensions; glassbox reads 1 to 4",
-           kIdxHint);
+  GB_CHECK(ndims >= 1 && ndims <= 4, DataLoss,
+           source << ": the IDX header declares " << ndims << " dimensions; glassbox reads 1 to 4", kIdxHint);
   const std::size_t header = 4 + 4 * static_cast<std::size_t>(ndims);
   GB_CHECK(bytes.size() >= header, DataLoss,
            source << ": truncated header: " << ndims << " dimensions need " << header << " bytes, the file has "

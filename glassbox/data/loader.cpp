@@ -1,14 +1,14 @@
 #include "glassbox/data/loader.h"
 
-#include <ATen/CPUGeneratorImpl.h>
-#include <torch/torch.h>
-
 #include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/core/device.h"
@@ -27,7 +27,8 @@ std::uint64_t epoch_seed(std::int64_t seed, std::int64_t epoch) {
 }
 
 std::uint64_t batch_seed(std::int64_t seed, std::int64_t epoch, std::int64_t batch_index) {
-  return splitmix64(epoch_seed(seed, epoch) ^ splitmix64(static_cast<std::uint64_t>(batch_index) + 0x632BE59BD9B4E019ULL));
+  return splitmix64(epoch_seed(seed, epoch) ^
+                    splitmix64(static_cast<std::uint64_t>(batch_index) + 0x632BE59BD9B4E019ULL));
 }
 
 void LoaderOptions::visit(FieldVisitor& v) {
@@ -61,8 +62,8 @@ struct Loader::Impl {
   };
 
   // Fixed at construction.
-  const Dataset* dataset = nullptr;     // non-owning: the Loader owns it
-  const LoaderOptions* options = nullptr;  // non-owning
+  const Dataset* dataset = nullptr;           // non-owning: the Loader owns it
+  const LoaderOptions* options = nullptr;     // non-owning
   const BatchTransform* transform = nullptr;  // non-owning; null when empty
   bool pin = false;
   std::int64_t n = 0;
@@ -170,7 +171,10 @@ struct Loader::Impl {
 };
 
 Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, BatchTransform transform)
-    : dataset_(std::move(dataset)), options_(options), transform_(std::move(transform)), impl_(std::make_unique<Impl>()) {
+    : dataset_(std::move(dataset)),
+      options_(options),
+      transform_(std::move(transform)),
+      impl_(std::make_unique<Impl>()) {
   GB_CHECK(dataset_ != nullptr, InvalidArgument, "Loader: the dataset is null", "pass a dataset");
   options_.validate();
   Impl& s = *impl_;
@@ -179,8 +183,8 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, Ba
   s.transform = transform_ ? &transform_ : nullptr;
   s.pin = options_.pin_memory && cuda_available();
   s.n = dataset_->size();
-  s.num_batches = options_.drop_last ? s.n / options_.batch_size
-                                     : (s.n + options_.batch_size - 1) / options_.batch_size;
+  s.num_batches =
+      options_.drop_last ? s.n / options_.batch_size : (s.n + options_.batch_size - 1) / options_.batch_size;
   s.window = options_.num_workers * options_.prefetch_factor;
   s.slots.resize(static_cast<std::size_t>(s.window));
   s.identity = at::arange(s.n, at::TensorOptions().dtype(at::kLong));
@@ -216,7 +220,8 @@ at::Tensor Loader::batch_indices(std::int64_t epoch, std::int64_t batch_index) c
 
 void Loader::start_epoch(std::int64_t epoch, std::int64_t first_batch) {
   Impl& s = *impl_;
-  GB_CHECK(epoch >= 0, InvalidArgument, "Loader::start_epoch: epoch must be >= 0, got " << epoch, "epochs count from 0");
+  GB_CHECK(epoch >= 0, InvalidArgument, "Loader::start_epoch: epoch must be >= 0, got " << epoch,
+           "epochs count from 0");
   GB_CHECK(first_batch >= 0 && first_batch <= s.num_batches, InvalidArgument,
            "Loader::start_epoch: first batch " << first_batch << " is out of range [0, " << s.num_batches << "]",
            "resume at a batch index below num_batches()");

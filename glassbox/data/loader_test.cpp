@@ -1,15 +1,15 @@
 // Tests of Loader: order, determinism across worker counts, resume, errors, worker lifetime.
 #include "glassbox/data/loader.h"
 
-#include <gtest/gtest.h>
-#include <torch/torch.h>
-
-#include <ATen/CPUGeneratorImpl.h>
 #include <atomic>
 #include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include "glassbox/base/config.h"
 #include "glassbox/base/error.h"
@@ -55,7 +55,8 @@ class ProbeDataset final : public Dataset {
   mutable std::set<std::thread::id> threads_;
 };
 
-LoaderOptions opts(std::int64_t bs, bool shuffle, std::int64_t workers, bool persistent = false, std::int64_t seed = 7) {
+LoaderOptions opts(std::int64_t bs, bool shuffle, std::int64_t workers, bool persistent = false,
+                   std::int64_t seed = 7) {
   LoaderOptions o;
   o.batch_size = bs;
   o.shuffle = shuffle;
@@ -208,11 +209,10 @@ TEST(Loader, WorkerErrorsAreRethrownInOrderFromNext) {
     EXPECT_EQ(b->batch_index, 4);
   }
   // A throwing transform is reported the same way.
-  Loader l(std::make_shared<ProbeDataset>(40), opts(5, false, 2),
-           [](Batch b, std::uint64_t) -> Batch {
-             if (b.batch_index == 2) throw std::runtime_error("bad augment");
-             return b;
-           });
+  Loader l(std::make_shared<ProbeDataset>(40), opts(5, false, 2), [](Batch b, std::uint64_t) -> Batch {
+    if (b.batch_index == 2) throw std::runtime_error("bad augment");
+    return b;
+  });
   l.start_epoch(0);
   l.next();
   l.next();

@@ -1,7 +1,5 @@
 #include "glassbox/data/npy.h"
 
-#include <torch/torch.h>
-
 #include <bit>
 #include <cctype>
 #include <cstring>
@@ -9,6 +7,8 @@
 #include <optional>
 #include <sstream>
 #include <vector>
+
+#include <torch/torch.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
@@ -121,7 +121,8 @@ class HeaderParser {
         ++pos_;
         return out;
       }
-      if (!std::isdigit(static_cast<unsigned char>(peek()))) fail("expected a non-negative integer in 'shape'", kNpyHint);
+      if (!std::isdigit(static_cast<unsigned char>(peek())))
+        fail("expected a non-negative integer in 'shape'", kNpyHint);
       std::int64_t v = 0;
       while (std::isdigit(static_cast<unsigned char>(peek()))) {
         const int d = s_[pos_++] - '0';
@@ -147,7 +148,7 @@ class HeaderParser {
 enum class Widen { kNone, kU16, kU32, kU64 };
 
 struct Dtype {
-  at::ScalarType type;  // the tensor's dtype
+  at::ScalarType type;   // the tensor's dtype
   std::size_t itemsize;  // bytes per element in the file
   Widen widen = Widen::kNone;
 };
@@ -290,10 +291,10 @@ at::Tensor decode_npy(std::string_view bytes, const std::string& source) {
       for (std::size_t i = 0; i < n; ++i) {
         std::uint64_t v;
         std::memcpy(&v, src + i * 8, 8);
-        GB_CHECK(v <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()), InvalidArgument,
-                 source << ": dtype '" << *h.descr << "' value " << v << " at element " << i
-                        << " does not fit in int64",
-                 "convert the array in NumPy, e.g. a.astype(np.int64) after checking its range");
+        GB_CHECK(
+            v <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()), InvalidArgument,
+            source << ": dtype '" << *h.descr << "' value " << v << " at element " << i << " does not fit in int64",
+            "convert the array in NumPy, e.g. a.astype(np.int64) after checking its range");
         dst[i] = static_cast<std::int64_t>(v);
       }
       break;

@@ -1,12 +1,12 @@
 #include "glassbox/data/source.h"
 
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
+
+#include <torch/torch.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/data/csv.h"
@@ -120,8 +120,7 @@ void check_labels_non_negative(const RawSplit& s) {
   if (s.y.numel() == 0) return;
   const std::int64_t* p = s.y.const_data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < s.y.numel(); ++i) {
-    GB_CHECK(p[i] >= 0, InvalidArgument,
-             s.y_source << ": label " << p[i] << " of sample " << i << " is negative",
+    GB_CHECK(p[i] >= 0, InvalidArgument, s.y_source << ": label " << p[i] << " of sample " << i << " is negative",
              "class labels must be integers 0..K-1");
   }
 }
@@ -168,7 +167,8 @@ void DataOptions::validate() const {
            "data.format must be one of mnist, npy, csv, got \"" << format << "\"", "set data.format = \"mnist\"");
   GB_CHECK(val_size >= 0, InvalidArgument, "data.val_size must be >= 0, got " << val_size,
            "use 0 for no validation split");
-  GB_CHECK(num_classes >= 0, InvalidArgument, "data.num_classes must be >= 0, got " << num_classes, "use 0 to infer it from the labels");
+  GB_CHECK(num_classes >= 0, InvalidArgument, "data.num_classes must be >= 0, got " << num_classes,
+           "use 0 to infer it from the labels");
   GB_CHECK(limit_train == -1 || limit_train >= 1, InvalidArgument,
            "data.limit_train must be -1 (all) or >= 1, got " << limit_train, "use -1 for the whole training set");
   GB_CHECK(mean.size() == std.size(), InvalidArgument,
@@ -229,10 +229,8 @@ Splits load_splits(const DataOptions& options) {
     check_labels_non_negative(test);
   }
 
-  std::int64_t num_classes = std::max<std::int64_t>(std::max(train.y.max().item<std::int64_t>(),
-                                                             test.y.numel() > 0 ? test.y.max().item<std::int64_t>() : 0) +
-                                                        1,
-                                                    1);
+  std::int64_t num_classes = std::max<std::int64_t>(
+      std::max(train.y.max().item<std::int64_t>(), test.y.numel() > 0 ? test.y.max().item<std::int64_t>() : 0) + 1, 1);
   Splits out;
   if (options.num_classes > 0) {
     if (options.check_labels) {
@@ -241,8 +239,10 @@ Splits load_splits(const DataOptions& options) {
         const std::int64_t* p = s->y.const_data_ptr<std::int64_t>();
         for (std::int64_t i = 0; i < s->y.numel(); ++i) {
           GB_CHECK(p[i] < options.num_classes, InvalidArgument,
-                   s->y_source << ": label " << p[i] << " of sample " << i << " is out of range for data.num_classes = " << options.num_classes,
-                   "labels must be 0.." + std::to_string(options.num_classes - 1) + " (run glassbox doctor to see all of them)");
+                   s->y_source << ": label " << p[i] << " of sample " << i
+                               << " is out of range for data.num_classes = " << options.num_classes,
+                   "labels must be 0.." + std::to_string(options.num_classes - 1) +
+                       " (run glassbox doctor to see all of them)");
         }
       }
     }
@@ -298,7 +298,8 @@ Splits load_splits(const DataOptions& options) {
     if (!options.mean.empty()) {
       const auto k = static_cast<std::int64_t>(options.mean.size());
       GB_CHECK(k == c || k == 1, InvalidArgument,
-               "data.mean has " << k << " values but the inputs have " << c << (x_train.dim() == 2 ? " features" : " channels"),
+               "data.mean has " << k << " values but the inputs have " << c
+                                << (x_train.dim() == 2 ? " features" : " channels"),
                "give one value per channel (or one for all)");
       mean = at::tensor(options.mean, at::kDouble).expand({c}).contiguous();
       stdev = at::tensor(options.std, at::kDouble).expand({c}).contiguous();

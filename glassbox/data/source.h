@@ -51,7 +51,7 @@ struct DataOptions {
   std::string label_column = "label";  // csv: name of the label column (header required)
   std::int64_t val_size = 5000;        // samples moved from train to validation
   std::int64_t split_seed = 42;
-  std::int64_t limit_train = -1;       // use only the first N training samples (-1: all)
+  std::int64_t limit_train = -1;  // use only the first N training samples (-1: all)
   bool normalize = true;
   std::vector<double> mean;  // per channel/feature; empty: computed on the training split
   std::vector<double> std;

@@ -1,10 +1,10 @@
 // Tests of the datasets and of load_splits (synthetic folders and the real Fashion-MNIST).
 #include "glassbox/data/source.h"
 
+#include <fstream>
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-
-#include <fstream>
 
 #include "glassbox/base/error.h"
 #include "glassbox/data/idx.h"
@@ -18,7 +18,6 @@ namespace fs = std::filesystem;
 using glassbox::testing::temp_dir;
 
 at::Tensor i64(std::initializer_list<std::int64_t> v) { return torch::tensor(std::vector<std::int64_t>(v)); }
-
 
 template <class Fn>
 Error expect_error(Fn fn, ErrorCode code, const std::vector<std::string>& parts) {
@@ -58,8 +57,11 @@ TEST(TensorDataset, GathersByIndexAndInfersClasses) {
   EXPECT_EQ(TensorDataset(x, y, 10).num_classes(), 10);
   expect_error([&] { TensorDataset(x, y.slice(0, 0, 5)); }, ErrorCode::kInvalidArgument,
                {"inputs have 6 samples but targets have 5"});
-  expect_error([&] { ds.get_batch(i64({0, 6})); }, ErrorCode::kInvalidArgument,
-               {"index 6 (position 1 of the batch) is out of range [0, 6)"});
+  expect_error(
+      [&] {
+        ds.get_batch(i64({0, 6}));
+      },
+      ErrorCode::kInvalidArgument, {"index 6 (position 1 of the batch) is out of range [0, 6)"});
   EXPECT_EQ(ds.get_batch(torch::empty({0}, torch::kLong)).inputs.sizes(), (std::vector<std::int64_t>{0, 2, 2}));
 }
 
@@ -154,9 +156,9 @@ TEST(LoadSplits, MnistErrors) {
                 (d / "train-labels-idx1-ubyte").string() + " has 9 labels"});
   const fs::path empty = temp_dir("mnist-none");
   o.root = empty.string();
-  Error e = expect_error([&] { load_splits(o); }, ErrorCode::kNotFound,
-                         {(empty / "train-images-idx3-ubyte").string(),
-                          (empty / "train-images-idx3-ubyte.gz").string()});
+  Error e =
+      expect_error([&] { load_splits(o); }, ErrorCode::kNotFound,
+                   {(empty / "train-images-idx3-ubyte").string(), (empty / "train-images-idx3-ubyte.gz").string()});
   EXPECT_NE(e.hint().find("apt-get install dataset-fashion-mnist"), std::string::npos);
   EXPECT_NE(e.hint().find("data.root"), std::string::npos);
   // Ten classes under a root named "fashion": the Fashion-MNIST class names.

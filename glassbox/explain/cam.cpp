@@ -30,7 +30,10 @@ at::Tensor finish(const at::Tensor& cam, std::int64_t h, std::int64_t w, at::Ten
   if (raw != nullptr) *raw = normed;
   at::Tensor up = normed;
   if (cam.size(1) != h || cam.size(2) != w)
-    up = F::interpolate(normed.unsqueeze(1), F::InterpolateFuncOptions().size(std::vector<std::int64_t>{h, w}).mode(torch::kBilinear).align_corners(false))
+    up = F::interpolate(normed.unsqueeze(1), F::InterpolateFuncOptions()
+                                                 .size(std::vector<std::int64_t>{h, w})
+                                                 .mode(torch::kBilinear)
+                                                 .align_corners(false))
              .squeeze(1);
   return min_max(torch::relu(up));
 }
@@ -38,12 +41,14 @@ at::Tensor finish(const at::Tensor& cam, std::int64_t h, std::int64_t w, at::Ten
 std::vector<std::int64_t> resolve_targets(const at::Tensor& logits, const std::vector<std::int64_t>& targets) {
   const std::int64_t n = logits.size(0), k = logits.size(1);
   GB_CHECK(targets.empty() || static_cast<std::int64_t>(targets.size()) == n, InvalidArgument,
-           "explain: " << targets.size() << " target classes for " << n << " images", "give one class per image, or none for the predicted ones");
+           "explain: " << targets.size() << " target classes for " << n << " images",
+           "give one class per image, or none for the predicted ones");
   const at::Tensor pred = logits.argmax(1).to(torch::kCPU);
   std::vector<std::int64_t> out(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t t = targets.empty() ? -1 : targets[static_cast<std::size_t>(i)];
-    GB_CHECK(t < k, InvalidArgument, "explain: class " << t << " is outside 0.." << k - 1, "choose a class the model outputs");
+    GB_CHECK(t < k, InvalidArgument, "explain: class " << t << " is outside 0.." << k - 1,
+             "choose a class the model outputs");
     out[static_cast<std::size_t>(i)] = t >= 0 ? t : pred[i].item<std::int64_t>();
   }
   return out;
@@ -68,8 +73,8 @@ std::size_t stage_index(const std::vector<nn::Stage>& stages, const std::string&
 }
 
 CamResult saliency(nn::Model& model, const at::Tensor& x, const std::vector<std::int64_t>& targets) {
-  GB_CHECK(x.dim() == 4 || x.dim() == 3, InvalidArgument, "explain: saliency maps need image inputs [N, C, H, W], got " << x.sizes(),
-           "explain an image model");
+  GB_CHECK(x.dim() == 4 || x.dim() == 3, InvalidArgument,
+           "explain: saliency maps need image inputs [N, C, H, W], got " << x.sizes(), "explain an image model");
   at::Tensor in = x.detach().clone().requires_grad_(true);
   CamResult r;
   r.logits = model.forward(in);
@@ -91,20 +96,17 @@ CamMethod parse_cam_method(const std::string& name) {
   if (name == "gradcam++") return CamMethod::GradCamPlusPlus;
   if (name == "scorecam") return CamMethod::ScoreCam;
   if (name == "saliency") return CamMethod::Saliency;
-  GB_CHECK(false, InvalidArgument, "unknown explanation method '" << name << "'", "use gradcam, gradcam++, scorecam or saliency");
+  GB_CHECK(false, InvalidArgument, "unknown explanation method '" << name << "'",
+           "use gradcam, gradcam++, scorecam or saliency");
   return CamMethod::GradCam;
 }
 
 std::string cam_method_name(CamMethod m) {
   switch (m) {
-    case CamMethod::GradCam:
-      return "gradcam";
-    case CamMethod::GradCamPlusPlus:
-      return "gradcam++";
-    case CamMethod::ScoreCam:
-      return "scorecam";
-    case CamMethod::Saliency:
-      return "saliency";
+    case CamMethod::GradCam: return "gradcam";
+    case CamMethod::GradCamPlusPlus: return "gradcam++";
+    case CamMethod::ScoreCam: return "scorecam";
+    case CamMethod::Saliency: return "saliency";
   }
   return "gradcam";
 }
@@ -132,13 +134,16 @@ std::string default_cam_layer(nn::Model& model) {
     if (!s.spatial) continue;
     last_any = s.name;
     const std::string leaf = s.name.substr(s.name.rfind('.') + 1);
-    if (leaf.find("pool") == std::string::npos) last = s.name;  // pool0, maxpool, avgpool (a TorchScript model's 1x1 map)
+    if (leaf.find("pool") == std::string::npos)
+      last = s.name;  // pool0, maxpool, avgpool (a TorchScript model's 1x1 map)
   }
   return last.empty() ? last_any : last;
 }
 
-CamResult class_activation_maps(nn::Model& model, const at::Tensor& x, const std::vector<std::int64_t>& targets, const CamOptions& o) {
-  GB_CHECK(x.dim() >= 2 && x.size(0) > 0, InvalidArgument, "explain: no images given (input shape " << x.sizes() << ")", "pass a batch [N, C, H, W]");
+CamResult class_activation_maps(nn::Model& model, const at::Tensor& x, const std::vector<std::int64_t>& targets,
+                                const CamOptions& o) {
+  GB_CHECK(x.dim() >= 2 && x.size(0) > 0, InvalidArgument, "explain: no images given (input shape " << x.sizes() << ")",
+           "pass a batch [N, C, H, W]");
   nn::EvalModeScope eval(*model.module());
   torch::AutoGradMode grad_on(true);
   if (o.method == CamMethod::Saliency) return saliency(model, x, targets);
@@ -146,7 +151,8 @@ CamResult class_activation_maps(nn::Model& model, const at::Tensor& x, const std
   GB_CHECK(!default_cam_layer(model).empty(), InvalidArgument,
            "explain: " << model.name() << " has no convolutional layer for " << cam_method_name(o.method),
            "use --method saliency (input gradients) for this model");
-  GB_CHECK(x.dim() == 4, InvalidArgument, "explain: " << cam_method_name(o.method) << " needs images [N, C, H, W], got " << x.sizes(),
+  GB_CHECK(x.dim() == 4, InvalidArgument,
+           "explain: " << cam_method_name(o.method) << " needs images [N, C, H, W], got " << x.sizes(),
            "explain an image model");
   const std::string layer = o.layer.empty() ? default_cam_layer(model) : o.layer;
   const std::size_t split = stage_index(stages, layer, model);
@@ -171,10 +177,12 @@ CamResult class_activation_maps(nn::Model& model, const at::Tensor& x, const std
     torch::NoGradGuard no_grad;
     r.logits = rest(a);
     r.targets = resolve_targets(r.logits, targets);
-    at::Tensor up =
-        F::interpolate(a, F::InterpolateFuncOptions().size(std::vector<std::int64_t>{h, w}).mode(torch::kBilinear).align_corners(true));
+    at::Tensor up = F::interpolate(
+        a,
+        F::InterpolateFuncOptions().size(std::vector<std::int64_t>{h, w}).mode(torch::kBilinear).align_corners(true));
     const at::Tensor flat = up.reshape({up.size(0), up.size(1), -1});
-    const at::Tensor mx = std::get<0>(flat.max(-1)).unsqueeze(-1).unsqueeze(-1), mn = std::get<0>(flat.min(-1)).unsqueeze(-1).unsqueeze(-1);
+    const at::Tensor mx = std::get<0>(flat.max(-1)).unsqueeze(-1).unsqueeze(-1),
+                     mn = std::get<0>(flat.min(-1)).unsqueeze(-1).unsqueeze(-1);
     up = (up - mn) / (mx - mn + 1e-8);
     std::vector<at::Tensor> weights;
     for (std::int64_t n = 0; n < x.size(0); ++n) {

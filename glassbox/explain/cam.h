@@ -37,14 +37,14 @@ std::string cam_method_name(CamMethod m);
 
 struct CamOptions {
   CamMethod method = CamMethod::GradCam;
-  std::string layer;                  // empty: default_cam_layer(model)
-  std::int64_t scorecam_batch = 16;   // masked inputs per forward (pytorch-grad-cam's BATCH_SIZE)
+  std::string layer;                 // empty: default_cam_layer(model)
+  std::int64_t scorecam_batch = 16;  // masked inputs per forward (pytorch-grad-cam's BATCH_SIZE)
 };
 
 struct CamResult {
-  at::Tensor maps;    // [N, H, W] float32, in [0, 1]
-  at::Tensor raw;     // [N, h, w] float32 at the layer's resolution (saliency: same as maps)
-  at::Tensor logits;  // [N, K] the model's outputs for x
+  at::Tensor maps;                    // [N, H, W] float32, in [0, 1]
+  at::Tensor raw;                     // [N, h, w] float32 at the layer's resolution (saliency: same as maps)
+  at::Tensor logits;                  // [N, K] the model's outputs for x
   std::vector<std::int64_t> targets;  // the class explained for each image
   std::string layer;                  // the stage used ("input" for saliency)
   CamMethod method = CamMethod::GradCam;
@@ -57,6 +57,7 @@ std::vector<std::string> cam_layers(nn::Model& model);
 // of a scripted torchvision resnet18 whose avgpool keeps a 1x1 map); "" when there is none.
 std::string default_cam_layer(nn::Model& model);
 
-CamResult class_activation_maps(nn::Model& model, const at::Tensor& x, const std::vector<std::int64_t>& targets, const CamOptions& options);
+CamResult class_activation_maps(nn::Model& model, const at::Tensor& x, const std::vector<std::int64_t>& targets,
+                                const CamOptions& options);
 
 }  // namespace glassbox::explain

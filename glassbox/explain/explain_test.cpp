@@ -1,20 +1,18 @@
 // Class activation maps: behaviour on models built to look somewhere, and the reference test
 // against pytorch-grad-cam (tests/reference/gradcam_ref.py) on the zoo's cnn and resnet18.
-#include "glassbox/explain/cam.h"
-
-#include <gtest/gtest.h>
-#include <torch/torch.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <torch/torch.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/core/safetensors.h"
 #include "glassbox/data/idx.h"
 #include "glassbox/data/npy.h"
+#include "glassbox/explain/cam.h"
 #include "glassbox/explain/render.h"
 #include "glassbox/nn/registry.h"
 #include "glassbox/testing/testing.h"
@@ -58,15 +56,17 @@ at::Tensor reference_maps(const fs::path& dir, const nlohmann::json& model_json,
   std::ofstream(dir / "model.json") << model_json.dump();
   data::write_npy(dir / "x.npy", x);
   data::write_npy(dir / "t.npy", torch::tensor(targets, torch::kLong));
-  testing::run_python("tests/reference/gradcam_ref.py",
-                      {"--arch", c.arch, "--model-json", (dir / "model.json").string(), "--weights", (dir / "w.safetensors").string(), "--inputs",
-                       (dir / "x.npy").string(), "--targets", (dir / "t.npy").string(), "--method", c.method, "--layer", c.layer, "--out",
-                       (dir / "cams.npy").string()});
+  testing::run_python(
+      "tests/reference/gradcam_ref.py",
+      {"--arch", c.arch, "--model-json", (dir / "model.json").string(), "--weights", (dir / "w.safetensors").string(),
+       "--inputs", (dir / "x.npy").string(), "--targets", (dir / "t.npy").string(), "--method", c.method, "--layer",
+       c.layer, "--out", (dir / "cams.npy").string()});
   return data::read_npy(dir / "cams.npy");
 }
 
-void expect_matches_reference(nn::Model& model, const nlohmann::json& model_json, const std::string& arch, const at::Tensor& x,
-                              const std::vector<std::int64_t>& targets, const std::vector<std::string>& layers,
+void expect_matches_reference(nn::Model& model, const nlohmann::json& model_json, const std::string& arch,
+                              const at::Tensor& x, const std::vector<std::int64_t>& targets,
+                              const std::vector<std::string>& layers,
                               const std::vector<std::string>& methods = {"gradcam", "gradcam++"}) {
   const fs::path dir = testing::temp_dir("gradcam_" + arch);
   save_weights(model, dir / "w.safetensors");
@@ -81,7 +81,8 @@ void expect_matches_reference(nn::Model& model, const nlohmann::json& model_json
       ASSERT_EQ(ref.sizes(), r.maps.sizes());
       const double diff = (ref - r.maps).abs().max().item<double>();
       EXPECT_LT(diff, 1e-4) << "max |glassbox - pytorch-grad-cam| = " << diff;
-      std::printf("%s %s %s: max |glassbox - pytorch-grad-cam| = %.3g\n", arch.c_str(), layer.c_str(), method.c_str(), diff);
+      std::printf("%s %s %s: max |glassbox - pytorch-grad-cam| = %.3g\n", arch.c_str(), layer.c_str(), method.c_str(),
+                  diff);
       // The maps are not trivial: they span [0, 1] and differ between images.
       EXPECT_GT(r.maps.max().item<double>(), 0.9);
       EXPECT_GT((r.maps[0] - r.maps[1]).abs().max().item<double>(), 1e-2);
@@ -99,10 +100,14 @@ TEST(GradCamReference, CnnMatchesPytorchGradCamOnRandomAndRealImages) {
   const fs::path idx = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte";
   const fs::path file = fs::exists(idx) ? idx : fs::path(idx.string() + ".gz");
   if (fs::exists(file)) {
-    const at::Tensor real = data::read_idx(file).slice(0, 0, 3).to(torch::kFloat).div(255.0).sub(0.2860).div(0.3530).unsqueeze(1);
+    const at::Tensor real =
+        data::read_idx(file).slice(0, 0, 3).to(torch::kFloat).div(255.0).sub(0.2860).div(0.3530).unsqueeze(1);
     x = torch::cat({x, real});
   }
-  const nlohmann::json mj = {{"input_shape", {1, 28, 28}}, {"num_classes", 10}, {"cnn", {{"channels", mo.cnn.channels}, {"hidden", mo.cnn.hidden}, {"dropout", mo.cnn.dropout}}}};
+  const nlohmann::json mj = {
+      {"input_shape", {1, 28, 28}},
+      {"num_classes", 10},
+      {"cnn", {{"channels", mo.cnn.channels}, {"hidden", mo.cnn.hidden}, {"dropout", mo.cnn.dropout}}}};
   EXPECT_EQ(default_cam_layer(*model), "features.relu1_1");
   std::vector<std::int64_t> targets;
   for (std::int64_t i = 0; i < x.size(0); ++i) targets.push_back((3 * i + 1) % 10);
@@ -118,7 +123,8 @@ TEST(GradCamReference, ResNet18MatchesPytorchGradCam) {
   auto model = nn::make_model(mo, nn::ModelShape{{3, 32, 32}, 10});
   randomise(*model);
   const at::Tensor x = torch::randn({3, 3, 32, 32});
-  const nlohmann::json mj = {{"input_shape", {3, 32, 32}}, {"num_classes", 10}, {"resnet18", {{"stem", "small"}, {"width", 64}}}};
+  const nlohmann::json mj = {
+      {"input_shape", {3, 32, 32}}, {"num_classes", 10}, {"resnet18", {{"stem", "small"}, {"width", 64}}}};
   EXPECT_EQ(default_cam_layer(*model), "layer4.1");
   expect_matches_reference(*model, mj, "resnet18", x, {2, 7, 5}, {"layer4", "layer3.1"});
 }
@@ -145,7 +151,8 @@ class QuadrantModel final : public nn::Model {
   std::vector<nn::Stage> stages() override {
     Quadrant q = q_;
     return {{"conv", [q](const at::Tensor& x) mutable { return torch::relu(q->conv->forward(x)); }, true},
-            {"head", [](const at::Tensor& a) {
+            {"head",
+             [](const at::Tensor& a) {
                // Logit 1 = mean activation of the top-left 8x8 corner; logit 0 = the rest.
                const at::Tensor corner = a.slice(2, 0, 8).slice(3, 0, 8).mean({1, 2, 3});
                return torch::stack({a.mean({1, 2, 3}) - corner, corner}, 1);
@@ -191,7 +198,8 @@ TEST(Cam, AWrongLayerListsTheValidOnesAndAnMlpAsksForSaliency) {
     class_activation_maps(*resnet, torch::randn({1, 3, 16, 16}), {}, o);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'layer5' is not a convolutional layer of resnet18"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'layer5' is not a convolutional layer of resnet18"), std::string::npos)
+        << e.what();
     EXPECT_NE(e.hint().find("layer4, layer4.0, layer4.1"), std::string::npos) << e.hint();
   }
   nn::ModelOptions mlp;

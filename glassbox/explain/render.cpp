@@ -15,8 +15,10 @@ at::Tensor jet_colormap(const at::Tensor& maps) {
 }
 
 at::Tensor overlay_heatmap(const at::Tensor& images, const at::Tensor& maps, double w) {
-  GB_CHECK(images.dim() == 4 && maps.dim() == 3 && images.size(0) == maps.size(0) && images.size(2) == maps.size(1) && images.size(3) == maps.size(2),
-           InvalidArgument, "overlay: images " << images.sizes() << " and maps " << maps.sizes() << " do not match", "pass [N, C, H, W] and [N, H, W]");
+  GB_CHECK(images.dim() == 4 && maps.dim() == 3 && images.size(0) == maps.size(0) && images.size(2) == maps.size(1) &&
+               images.size(3) == maps.size(2),
+           InvalidArgument, "overlay: images " << images.sizes() << " and maps " << maps.sizes() << " do not match",
+           "pass [N, C, H, W] and [N, H, W]");
   GB_CHECK(w >= 0 && w <= 1, InvalidArgument, "overlay: image weight must be in [0, 1], got " << w, "use 0.5");
   at::Tensor img = images.to(torch::kFloat).clamp(0, 1);
   if (img.size(1) == 1) img = img.expand({-1, 3, -1, -1});
@@ -29,11 +31,12 @@ at::Tensor overlay_heatmap(const at::Tensor& images, const at::Tensor& maps, dou
 void write_rgb_png(const std::filesystem::path& path, const at::Tensor& image) {
   at::Tensor im = image;
   if (im.dim() == 2) im = im.unsqueeze(-1);
-  GB_CHECK(im.dim() == 3 && (im.size(2) == 1 || im.size(2) == 3), InvalidArgument, "write_rgb_png: expected [H, W, 3] or [H, W], got " << image.sizes(),
-           "pass one image");
+  GB_CHECK(im.dim() == 3 && (im.size(2) == 1 || im.size(2) == 3), InvalidArgument,
+           "write_rgb_png: expected [H, W, 3] or [H, W], got " << image.sizes(), "pass one image");
   if (im.scalar_type() != torch::kUInt8) im = (im.to(torch::kFloat).clamp(0, 1) * 255).round().to(torch::kUInt8);
   im = im.to(torch::kCPU).contiguous();
-  write_png(path, im.data_ptr<std::uint8_t>(), static_cast<int>(im.size(1)), static_cast<int>(im.size(0)), static_cast<int>(im.size(2)));
+  write_png(path, im.data_ptr<std::uint8_t>(), static_cast<int>(im.size(1)), static_cast<int>(im.size(0)),
+            static_cast<int>(im.size(2)));
 }
 
 at::Tensor display_images(const at::Tensor& x, const std::vector<double>& mean, const std::vector<double>& std) {
@@ -43,7 +46,8 @@ at::Tensor display_images(const at::Tensor& x, const std::vector<double>& mean, 
   if (!mean.empty() && !std.empty()) {
     auto per_channel = [&](const std::vector<double>& v) {
       std::vector<double> full(static_cast<std::size_t>(c), v.front());
-      for (std::int64_t i = 0; i < c && static_cast<std::size_t>(i) < v.size(); ++i) full[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>(i)];
+      for (std::int64_t i = 0; i < c && static_cast<std::size_t>(i) < v.size(); ++i)
+        full[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>(i)];
       return torch::tensor(full, torch::kDouble).to(torch::kFloat).view({1, c, 1, 1});
     };
     return (img * per_channel(std) + per_channel(mean)).clamp(0, 1);

@@ -68,9 +68,11 @@ class TensorBoardCallback final : public train::Callback {
 
 nlohmann::json flatten_hparams(const nlohmann::json& config) {
   nlohmann::json out = nlohmann::json::object();
-  std::function<void(const std::string&, const nlohmann::json&)> walk = [&](const std::string& prefix, const nlohmann::json& j) {
+  std::function<void(const std::string&, const nlohmann::json&)> walk = [&](const std::string& prefix,
+                                                                            const nlohmann::json& j) {
     if (j.is_object()) {
-      for (auto it = j.begin(); it != j.end(); ++it) walk(prefix.empty() ? it.key() : prefix + "." + it.key(), it.value());
+      for (auto it = j.begin(); it != j.end(); ++it)
+        walk(prefix.empty() ? it.key() : prefix + "." + it.key(), it.value());
     } else if (j.is_array()) {
       out[prefix] = j.dump();
     } else if (j.is_number() || j.is_string() || j.is_boolean()) {
@@ -81,8 +83,9 @@ nlohmann::json flatten_hparams(const nlohmann::json& config) {
   return out;
 }
 
-Diagnostics install_diagnostics(train::Trainer& trainer, const train::DiagnosticsOptions& options, const std::filesystem::path& run_dir,
-                                std::ostream& out, const std::string& config_text, const nlohmann::json& hparams) {
+Diagnostics install_diagnostics(train::Trainer& trainer, const train::DiagnosticsOptions& options,
+                                const std::filesystem::path& run_dir, std::ostream& out, const std::string& config_text,
+                                const nlohmann::json& hparams) {
   options.validate();
   Diagnostics d;
   if (options.tensorboard && !run_dir.empty()) {
@@ -90,15 +93,16 @@ Diagnostics install_diagnostics(train::Trainer& trainer, const train::Diagnostic
     d.writer = cb->writer();
     trainer.add_callback(std::move(cb));
   }
-  auto probes = std::make_unique<ProbeCallback>(ProbeOptions::from(options), d.writer,
-                                                run_dir.empty() || options.probe_every_n_steps == 0 ? std::filesystem::path() : run_dir / "probes.jsonl",
-                                                &out);
+  auto probes = std::make_unique<ProbeCallback>(
+      ProbeOptions::from(options), d.writer,
+      run_dir.empty() || options.probe_every_n_steps == 0 ? std::filesystem::path() : run_dir / "probes.jsonl", &out);
   d.probes = probes.get();
   trainer.add_callback(std::move(probes));
   if (options.nonfinite != "off") {
-    auto guard = std::make_unique<NonFiniteMonitor>(parse_nonfinite_policy(options.nonfinite), &out,
-                                                    run_dir.empty() ? std::filesystem::path() : run_dir / "nonfinite.json",
-                                                    options.grad_norm_every_step ? GradientCheck::EveryStep : GradientCheck::WhenComputed);
+    auto guard = std::make_unique<NonFiniteMonitor>(
+        parse_nonfinite_policy(options.nonfinite), &out,
+        run_dir.empty() ? std::filesystem::path() : run_dir / "nonfinite.json",
+        options.grad_norm_every_step ? GradientCheck::EveryStep : GradientCheck::WhenComputed);
     d.nonfinite = guard.get();
     trainer.add_callback(std::move(guard));
   }

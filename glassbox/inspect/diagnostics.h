@@ -32,15 +32,17 @@ class ProbeCallback;
 class NonFiniteMonitor;
 
 struct Diagnostics {
-  EventWriter* writer = nullptr;        // null without TensorBoard
+  EventWriter* writer = nullptr;  // null without TensorBoard
   ProbeCallback* probes = nullptr;
   NonFiniteMonitor* nonfinite = nullptr;  // null with nonfinite = "off"
 };
 
 // hparams: a flat JSON object of hyper-parameters (numbers, strings, bools) for TensorBoard's
 // hparams view; config_text: shown as text.
-Diagnostics install_diagnostics(train::Trainer& trainer, const train::DiagnosticsOptions& options, const std::filesystem::path& run_dir,
-                                std::ostream& out, const std::string& config_text = {}, const nlohmann::json& hparams = nlohmann::json::object());
+Diagnostics install_diagnostics(train::Trainer& trainer, const train::DiagnosticsOptions& options,
+                                const std::filesystem::path& run_dir, std::ostream& out,
+                                const std::string& config_text = {},
+                                const nlohmann::json& hparams = nlohmann::json::object());
 
 // Flattens a nested config JSON ({"optim": {"lr": 0.1}}) into {"optim.lr": 0.1}, keeping numbers,
 // strings and bools (arrays become their JSON text).

@@ -22,12 +22,14 @@ int severity_rank(const std::string& s) { return s == "error" ? 0 : s == "warnin
 }  // namespace
 
 nlohmann::json Finding::to_json() const {
-  return {{"id", id}, {"severity", severity}, {"confidence", confidence}, {"where", where}, {"evidence", evidence}, {"fix", fix}};
+  return {{"id", id},       {"severity", severity}, {"confidence", confidence},
+          {"where", where}, {"evidence", evidence}, {"fix", fix}};
 }
 
 void DoctorReport::sort() {
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
-    if (severity_rank(a.severity) != severity_rank(b.severity)) return severity_rank(a.severity) < severity_rank(b.severity);
+    if (severity_rank(a.severity) != severity_rank(b.severity))
+      return severity_rank(a.severity) < severity_rank(b.severity);
     return a.confidence > b.confidence;
   });
 }
@@ -57,14 +59,18 @@ std::string DoctorReport::to_text() const {
     warnings += f.severity == "warning";
   }
   std::ostringstream os;
-  os << fmt::format("glassbox doctor: {} error{}, {} warning{}, {} note{}", errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s",
-                    findings.size() - errors - warnings, findings.size() - errors - warnings == 1 ? "" : "s");
-  if (context.contains("steps")) os << fmt::format(" ({} steps in {:.1f} s)", context["steps"].get<std::int64_t>(), context["seconds"].get<double>());
+  os << fmt::format("glassbox doctor: {} error{}, {} warning{}, {} note{}", errors, errors == 1 ? "" : "s", warnings,
+                    warnings == 1 ? "" : "s", findings.size() - errors - warnings,
+                    findings.size() - errors - warnings == 1 ? "" : "s");
+  if (context.contains("steps"))
+    os << fmt::format(" ({} steps in {:.1f} s)", context["steps"].get<std::int64_t>(),
+                      context["seconds"].get<double>());
   os << "\n";
   if (findings.empty()) os << "  nothing wrong found in the data, the setup or a short run\n";
   for (const auto& f : findings) {
     std::string where;
-    for (auto it = f.where.begin(); it != f.where.end(); ++it) where += (where.empty() ? "" : " ") + it.key() + "=" + it.value().dump();
+    for (auto it = f.where.begin(); it != f.where.end(); ++it)
+      where += (where.empty() ? "" : " ") + it.key() + "=" + it.value().dump();
     os << fmt::format("\n{:<8}{}{}\n", f.severity, f.id, where.empty() ? "" : "  [" + where + "]");
     os << "        evidence: " << f.evidence << "\n";
     os << "        fix:      " << f.fix << "\n";
@@ -72,8 +78,8 @@ std::string DoctorReport::to_text() const {
   return os.str();
 }
 
-DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const train::RunConfig& config, const DoctorOptions& options,
-                        std::ostream* log) {
+DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const train::RunConfig& config,
+                        const DoctorOptions& options, std::ostream* log) {
   DoctorReport report;
   detail::DataFacts d;
   if (log != nullptr) *log << "doctor: examining the data\n" << std::flush;
@@ -87,8 +93,8 @@ DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const 
   }
   // A cause in the inputs explains trouble downstream: raise it when the run shows that trouble.
   const bool trouble = std::any_of(report.findings.begin(), report.findings.end(), [](const Finding& f) {
-    return f.id == "nonfinite-activation" || f.id == "exploding-gradients" || f.id == "lr-too-high" || f.id == "dead-relu" ||
-           f.id == "vanishing-gradients" || f.id == "lr-too-low";
+    return f.id == "nonfinite-activation" || f.id == "exploding-gradients" || f.id == "lr-too-high" ||
+           f.id == "dead-relu" || f.id == "vanishing-gradients" || f.id == "lr-too-low";
   });
   const bool learning = [&] {
     if (r.loss.size() < 10) return true;
@@ -110,14 +116,18 @@ DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const 
   // what happens downstream; exploding gradients explain the NaN that follows; a divergent
   // learning rate explains dead units; vanishing gradients explain tiny updates.
   auto has = [&](const std::string& id) {
-    return std::any_of(report.findings.begin(), report.findings.end(), [&](const Finding& f) { return f.id == id && f.severity == "error"; });
+    return std::any_of(report.findings.begin(), report.findings.end(),
+                       [&](const Finding& f) { return f.id == id && f.severity == "error"; });
   };
   auto demote = [&](std::initializer_list<const char*> ids, double factor) {
     for (auto& f : report.findings)
       for (const char* id : ids)
         if (f.id == id) f.confidence *= factor;
   };
-  if (has("unnormalized-input")) demote({"dead-relu", "exploding-gradients", "nonfinite-activation", "lr-too-high", "lr-too-low", "vanishing-gradients"}, 0.85);
+  if (has("unnormalized-input"))
+    demote({"dead-relu", "exploding-gradients", "nonfinite-activation", "lr-too-high", "lr-too-low",
+            "vanishing-gradients"},
+           0.85);
   if (has("exploding-gradients")) demote({"nonfinite-activation", "nonfinite-gradient", "dead-relu"}, 0.85);
   if (has("lr-too-high")) demote({"dead-relu", "overfitting"}, 0.85);
   if (has("vanishing-gradients")) demote({"lr-too-low"}, 0.8);

@@ -29,12 +29,12 @@
 namespace glassbox::inspect {
 
 struct Finding {
-  std::string id;                 // stable, e.g. "label-offset" (docs/doctor.md)
-  std::string severity;           // "error" | "warning" | "info"
-  double confidence = 0.5;        // 0..1: how sure the evidence makes the doctor
+  std::string id;                                   // stable, e.g. "label-offset" (docs/doctor.md)
+  std::string severity;                             // "error" | "warning" | "info"
+  double confidence = 0.5;                          // 0..1: how sure the evidence makes the doctor
   nlohmann::json where = nlohmann::json::object();  // {"split", "samples", "layer", "step", "parameter", ...}
-  std::string evidence;           // numbers
-  std::string fix;                // what to change
+  std::string evidence;                             // numbers
+  std::string fix;                                  // what to change
   nlohmann::json to_json() const;
 };
 
@@ -49,7 +49,7 @@ struct DoctorOptions {
 };
 
 struct DoctorReport {
-  std::vector<Finding> findings;     // most important first
+  std::vector<Finding> findings;                      // most important first
   nlohmann::json context = nlohmann::json::object();  // what was examined: data sizes, steps run, seconds
   void sort();
   const Finding* find(const std::string& id) const;
@@ -64,7 +64,7 @@ DoctorReport run_doctor(train::RunConfig config, const DoctorOptions& options, s
 
 // For a setup built in C++ (any TaskModule and DataModule). `config` supplies the trainer,
 // optimiser and scheduler options of the instrumented run.
-DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const train::RunConfig& config, const DoctorOptions& options,
-                        std::ostream* log = nullptr);
+DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const train::RunConfig& config,
+                        const DoctorOptions& options, std::ostream* log = nullptr);
 
 }  // namespace glassbox::inspect

@@ -54,7 +54,8 @@ std::vector<std::int64_t> first_indices(const at::Tensor& mask, const at::Tensor
   return std::vector<std::int64_t>(f.data_ptr<std::int64_t>(), f.data_ptr<std::int64_t>() + f.numel());
 }
 
-void split_facts(const std::string& name, const data::Dataset& ds, std::int64_t outputs, SplitFacts& s, Gathered* keep) {
+void split_facts(const std::string& name, const data::Dataset& ds, std::int64_t outputs, SplitFacts& s,
+                 Gathered* keep) {
   Gathered g = gather(ds);
   s.name = name;
   s.size = g.x.defined() ? g.x.size(0) : 0;
@@ -63,7 +64,8 @@ void split_facts(const std::string& name, const data::Dataset& ds, std::int64_t 
     s.label_min = g.y.min().item<std::int64_t>();
     s.label_max = g.y.max().item<std::int64_t>();
     at::Tensor u, counts;
-    std::tie(u, std::ignore, counts) = at::_unique2(g.y, /*sorted=*/true, /*return_inverse=*/false, /*return_counts=*/true);
+    std::tie(u, std::ignore, counts) =
+        at::_unique2(g.y, /*sorted=*/true, /*return_inverse=*/false, /*return_counts=*/true);
     for (std::int64_t i = 0; i < u.numel(); ++i) s.counts[u[i].item<std::int64_t>()] = counts[i].item<std::int64_t>();
     if (outputs > 0) {
       at::Tensor bad = (g.y < 0) | (g.y >= outputs);
@@ -149,8 +151,9 @@ void gather_data_facts(train::TaskModule& task, train::DataModule& data, const D
       if (out.logits.defined() && out.logits.dim() == 2) {
         d.outputs = out.logits.size(1);
         at::Tensor l = out.logits.detach().to(torch::kDouble);
-        d.outputs_are_probabilities = d.outputs > 1 && torch::isfinite(l).all().item<bool>() && (l >= 0).all().item<bool>() &&
-                                      (l <= 1).all().item<bool>() && ((l.sum(1) - 1.0).abs() < 1e-4).all().item<bool>();
+        d.outputs_are_probabilities = d.outputs > 1 && torch::isfinite(l).all().item<bool>() &&
+                                      (l >= 0).all().item<bool>() && (l <= 1).all().item<bool>() &&
+                                      ((l.sum(1) - 1.0).abs() < 1e-4).all().item<bool>();
       }
     } catch (const std::exception&) {
       // The run reports what fails; the data checks go on with the data's class count.
@@ -188,7 +191,10 @@ void gather_data_facts(train::TaskModule& task, train::DataModule& data, const D
     }
     const double n = std::max<double>(1.0, finite.sum().item<double>());
     d.mean = xz.sum(torch::kDouble).item<double>() / n;
-    d.std = std::sqrt(torch::where(finite, (xz.to(torch::kDouble) - d.mean).square(), torch::zeros({}, torch::kDouble)).sum().item<double>() / n);
+    d.std = std::sqrt(torch::where(finite, (xz.to(torch::kDouble) - d.mean).square(), torch::zeros({}, torch::kDouble))
+                          .sum()
+                          .item<double>() /
+                      n);
     d.min = torch::where(finite, x, torch::full({}, INFINITY)).min().item<double>();
     d.max = torch::where(finite, x, torch::full({}, -INFINITY)).max().item<double>();
   }
@@ -197,11 +203,13 @@ void gather_data_facts(train::TaskModule& task, train::DataModule& data, const D
   std::unordered_set<std::uint64_t> train_set(d.train.hashes.begin(), d.train.hashes.end());
   if (d.has_test) {
     auto t = data.test_dataset();
-    at::Tensor fi = data::root_indices(*t, torch::arange(static_cast<std::int64_t>(d.test.hashes.size()), torch::kLong));
+    at::Tensor fi =
+        data::root_indices(*t, torch::arange(static_cast<std::int64_t>(d.test.hashes.size()), torch::kLong));
     for (std::size_t i = 0; i < d.test.hashes.size(); ++i) {
       if (train_set.count(d.test.hashes[i]) == 0) continue;
       ++d.dup_test;
-      if (d.dup_test_examples.size() < 6) d.dup_test_examples.push_back(fi[static_cast<std::int64_t>(i)].item<std::int64_t>());
+      if (d.dup_test_examples.size() < 6)
+        d.dup_test_examples.push_back(fi[static_cast<std::int64_t>(i)].item<std::int64_t>());
     }
   }
   for (std::uint64_t h : d.val.hashes) d.dup_val += static_cast<std::int64_t>(train_set.count(h) > 0);
@@ -236,11 +244,14 @@ void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<
   // --- labels ---
   const SplitFacts& tr = d.train;
   const bool zero_missing = tr.counts.count(0) == 0;
-  const bool contiguous = !tr.counts.empty() && static_cast<std::int64_t>(tr.counts.size()) == tr.label_max - tr.label_min + 1;
-  if (tr.size > 0 && tr.label_min >= 1 && zero_missing && contiguous && tr.counts.size() > 1 && (tr.label_max == K - 1 || tr.label_max == K)) {
+  const bool contiguous =
+      !tr.counts.empty() && static_cast<std::int64_t>(tr.counts.size()) == tr.label_max - tr.label_min + 1;
+  if (tr.size > 0 && tr.label_min >= 1 && zero_missing && contiguous && tr.counts.size() > 1 &&
+      (tr.label_max == K - 1 || tr.label_max == K)) {
     Finding f{"label-offset", "error", 0.95, {{"split", "train"}, {"labels", {tr.label_min, tr.label_max}}}, "", ""};
-    f.evidence = fmt::format("training labels span {}..{} ({} distinct values), the model has {} outputs; {} never occurs", tr.label_min,
-                             tr.label_max, tr.counts.size(), K, tr.label_min == 1 ? "0" : "0.." + std::to_string(tr.label_min - 1));
+    f.evidence = fmt::format(
+        "training labels span {}..{} ({} distinct values), the model has {} outputs; {} never occurs", tr.label_min,
+        tr.label_max, tr.counts.size(), K, tr.label_min == 1 ? "0" : "0.." + std::to_string(tr.label_min - 1));
     f.fix = fmt::format("labels must run 0..K-1: subtract {} from every label (training and test files)", tr.label_min);
     out.push_back(f);
   }
@@ -250,10 +261,13 @@ void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<
     for (const auto& [label, count] : s->counts)
       if (label < 0 || label >= K) values.push_back(fmt::format("{} x{}", label, count));
     Finding f{"label-out-of-range", "error", 0.9, {{"split", s->name}, {"samples", s->out_of_range}}, "", ""};
-    f.evidence = fmt::format("{} {} labels are outside 0..{} (the model has {} outputs): {}; first at samples {}", s->out_of_range_count, s->name,
-                             K - 1, K, fmt::join(values, ", "), fmt_samples(s->out_of_range));
-    f.fix = cfg.data.source.num_classes > 0 ? fmt::format("correct those labels, or set data.num_classes = {} if they are real classes", s->label_max + 1)
-                                            : "correct those labels (class labels must be 0..K-1)";
+    f.evidence =
+        fmt::format("{} {} labels are outside 0..{} (the model has {} outputs): {}; first at samples {}",
+                    s->out_of_range_count, s->name, K - 1, K, fmt::join(values, ", "), fmt_samples(s->out_of_range));
+    f.fix = cfg.data.source.num_classes > 0
+                ? fmt::format("correct those labels, or set data.num_classes = {} if they are real classes",
+                              s->label_max + 1)
+                : "correct those labels (class labels must be 0..K-1)";
     out.push_back(f);
   }
   if (tr.size > 0 && tr.counts.size() == 1) {
@@ -275,14 +289,22 @@ void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<
     const double ratio = static_cast<double>(mn) / static_cast<double>(maj);
     const bool weighted = !cfg.loss.class_weights.empty() || cfg.loss.name == "focal";
     if (share >= 0.5 || ratio <= 0.05) {
-      Finding f{"class-imbalance", share >= 0.7 && !weighted ? "warning" : "info", share >= 0.7 && !weighted ? 0.7 : 0.4,
-                {{"split", "train"}, {"majority_class", maj_label}}, "", ""};
-      f.evidence = fmt::format("class {} holds {:.1f}% of the {} training samples (the smallest class {}, ratio {:.3f}{}): always predicting {} "
-                               "scores {:.1f}% accuracy",
-                               maj_label, 100 * share, tr.size, mn, ratio, absent > 0 ? fmt::format("; {} classes absent", absent) : "",
-                               maj_label, 100 * share);
-      f.fix = weighted ? "the loss is already weighted (loss.class_weights / focal): judge by per-class recall or balanced accuracy"
-                       : "weight the loss (loss.class_weights, inverse class frequency) or use loss.name = \"focal\", resample, and judge by "
+      Finding f{"class-imbalance",
+                share >= 0.7 && !weighted ? "warning" : "info",
+                share >= 0.7 && !weighted ? 0.7 : 0.4,
+                {{"split", "train"}, {"majority_class", maj_label}},
+                "",
+                ""};
+      f.evidence = fmt::format(
+          "class {} holds {:.1f}% of the {} training samples (the smallest class {}, ratio {:.3f}{}): always "
+          "predicting {} "
+          "scores {:.1f}% accuracy",
+          maj_label, 100 * share, tr.size, mn, ratio, absent > 0 ? fmt::format("; {} classes absent", absent) : "",
+          maj_label, 100 * share);
+      f.fix = weighted ? "the loss is already weighted (loss.class_weights / focal): judge by per-class recall or "
+                         "balanced accuracy"
+                       : "weight the loss (loss.class_weights, inverse class frequency) or use loss.name = \"focal\", "
+                         "resample, and judge by "
                          "per-class recall or balanced accuracy rather than accuracy";
       out.push_back(f);
     }
@@ -290,44 +312,60 @@ void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<
   // --- inputs ---
   for (const SplitFacts* s : {&d.train, &d.val, &d.test}) {
     if (s->nonfinite_values == 0) continue;
-    Finding f{"nonfinite-input", "error", s->name == "train" ? 0.97 : 0.9, {{"split", s->name}, {"samples", s->nonfinite_samples}}, "", ""};
-    f.evidence = fmt::format("{} {} samples hold NaN/Inf ({} values): samples {}", s->nonfinite_sample_count, s->name, s->nonfinite_values,
-                             fmt_samples(s->nonfinite_samples));
-    f.fix = "drop or repair those samples before training (NaN spreads from the first layer to the loss and every weight)";
+    Finding f{"nonfinite-input",
+              "error",
+              s->name == "train" ? 0.97 : 0.9,
+              {{"split", s->name}, {"samples", s->nonfinite_samples}},
+              "",
+              ""};
+    f.evidence = fmt::format("{} {} samples hold NaN/Inf ({} values): samples {}", s->nonfinite_sample_count, s->name,
+                             s->nonfinite_values, fmt_samples(s->nonfinite_samples));
+    f.fix =
+        "drop or repair those samples before training (NaN spreads from the first layer to the loss and every weight)";
     out.push_back(f);
   }
   const bool raw_scale = d.median_sample_absmax > 20 || d.std > 10;
   const bool tiny_scale = d.std > 0 && d.std < 1e-3;
   if (raw_scale || tiny_scale) {
     Finding f{"unnormalized-input", "warning", 0.75, {{"split", "train"}}, "", ""};
-    f.evidence = fmt::format("training inputs as the model sees them: mean {:.4g}, std {:.4g}, range {:.4g}..{:.4g} (median per-sample max |x| {:.4g}){}",
-                             d.mean, d.std, d.min, d.max, d.median_sample_absmax,
-                             cfg.data.source.normalize ? "" : "; data.normalize = false");
+    f.evidence = fmt::format(
+        "training inputs as the model sees them: mean {:.4g}, std {:.4g}, range {:.4g}..{:.4g} (median per-sample max "
+        "|x| {:.4g}){}",
+        d.mean, d.std, d.min, d.max, d.median_sample_absmax,
+        cfg.data.source.normalize ? "" : "; data.normalize = false");
     f.fix = cfg.data.source.normalize ? "scale the inputs to mean 0, std 1 (data.mean / data.std)"
                                       : "set data.normalize = true (per-channel mean 0, std 1 from the training split)";
     out.push_back(f);
   }
   if (!d.extreme_samples.empty()) {
     Finding f{"input-outliers", "warning", 0.6, {{"split", "train"}, {"samples", d.extreme_samples}}, "", ""};
-    f.evidence = fmt::format("training samples {} reach |x| = {:.3g}, against a median per-sample max |x| of {:.3g}", fmt_samples(d.extreme_samples),
-                             d.extreme_value, d.median_sample_absmax);
+    f.evidence = fmt::format("training samples {} reach |x| = {:.3g}, against a median per-sample max |x| of {:.3g}",
+                             fmt_samples(d.extreme_samples), d.extreme_value, d.median_sample_absmax);
     f.fix = "drop or clip these outliers (float32 overflows past 3.4e38 in the first layer)";
     out.push_back(f);
   }
   // --- duplicates ---
   if (d.has_test && d.dup_test > 0) {
     const double share = static_cast<double>(d.dup_test) / static_cast<double>(d.test.size);
-    Finding f{"train-test-leakage", share >= 0.01 ? "error" : "info", share >= 0.01 ? 0.9 : 0.4, {{"split", "test"}, {"samples", d.dup_test_examples}}, "", ""};
-    f.evidence = fmt::format("{} of {} test samples ({:.2f}%) also occur in the training set with identical inputs: test samples {}", d.dup_test,
-                             d.test.size, 100 * share, fmt_samples(d.dup_test_examples));
+    Finding f{"train-test-leakage",
+              share >= 0.01 ? "error" : "info",
+              share >= 0.01 ? 0.9 : 0.4,
+              {{"split", "test"}, {"samples", d.dup_test_examples}},
+              "",
+              ""};
+    f.evidence = fmt::format(
+        "{} of {} test samples ({:.2f}%) also occur in the training set with identical inputs: test samples {}",
+        d.dup_test, d.test.size, 100 * share, fmt_samples(d.dup_test_examples));
     f.fix = "remove the duplicates from one split (hash the samples) so that the test score measures generalisation";
     out.push_back(f);
   }
   if (tr.size >= 100 && static_cast<double>(tr.distinct) < 0.5 * static_cast<double>(tr.size)) {
     Finding f{"repeated-batches", "error", 0.85, {{"split", "train"}}, "", ""};
-    f.evidence = fmt::format("the training split has {} samples but only {} distinct inputs ({:.1f}%): each is seen about {:.0f} times per epoch",
-                             tr.size, tr.distinct, 100.0 * static_cast<double>(tr.distinct) / static_cast<double>(tr.size),
-                             static_cast<double>(tr.size) / static_cast<double>(std::max<std::int64_t>(1, tr.distinct)));
+    f.evidence = fmt::format(
+        "the training split has {} samples but only {} distinct inputs ({:.1f}%): each is seen about {:.0f} times per "
+        "epoch",
+        tr.size, tr.distinct, 100.0 * static_cast<double>(tr.distinct) / static_cast<double>(tr.size),
+        static_cast<double>(tr.size) / static_cast<double>(std::max<std::int64_t>(1, tr.distinct)));
     f.fix = "check the data export (the same rows written repeatedly); train on the distinct samples";
     out.push_back(f);
   }
@@ -335,24 +373,39 @@ void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<
   if (!d.batchnorm_layers.empty() && d.batch_size > 0) {
     const std::int64_t last = d.train.size % d.batch_size;
     if (d.batch_size == 1 || (last == 1 && !d.drop_last)) {
-      Finding f{"batchnorm-batch-of-one", "error", 0.9, {{"layer", d.batchnorm_layers.front()}, {"batch_size", d.batch_size}}, "", ""};
-      f.evidence = d.batch_size == 1
-                       ? fmt::format("batch_size is 1 and the model has BatchNorm layers ({}): a batch of one has zero variance in training mode",
-                                     d.batchnorm_layers.front())
-                       : fmt::format("the training split has {} samples and batch_size {} without drop_last: the last batch of every epoch holds 1 "
-                                     "sample, which reaches BatchNorm layer {} in training mode (the variance of one sample is 0)",
-                                     d.train.size, d.batch_size, d.batchnorm_layers.front());
-      f.fix = d.batch_size == 1 ? "use a batch size of at least 2 (better 16+) or a norm without batch statistics (layernorm)"
-                                : "set data.loader.drop_last = true (or change batch_size so that no batch has one sample)";
+      Finding f{"batchnorm-batch-of-one",
+                "error",
+                0.9,
+                {{"layer", d.batchnorm_layers.front()}, {"batch_size", d.batch_size}},
+                "",
+                ""};
+      f.evidence =
+          d.batch_size == 1
+              ? fmt::format(
+                    "batch_size is 1 and the model has BatchNorm layers ({}): a batch of one has zero variance in "
+                    "training mode",
+                    d.batchnorm_layers.front())
+              : fmt::format(
+                    "the training split has {} samples and batch_size {} without drop_last: the last batch of every "
+                    "epoch holds 1 "
+                    "sample, which reaches BatchNorm layer {} in training mode (the variance of one sample is 0)",
+                    d.train.size, d.batch_size, d.batchnorm_layers.front());
+      f.fix = d.batch_size == 1
+                  ? "use a batch size of at least 2 (better 16+) or a norm without batch statistics (layernorm)"
+                  : "set data.loader.drop_last = true (or change batch_size so that no batch has one sample)";
       out.push_back(f);
     }
   }
   if (d.outputs_are_probabilities && (cfg.loss.name == "cross_entropy" || cfg.loss.name == "focal")) {
     Finding f{"probabilities-as-logits", "error", 0.9, {{"layer", d.head_layer}}, "", ""};
-    f.evidence = fmt::format("the model's outputs are probabilities (every row in [0, 1] and summing to 1 on 8 training samples; last module {}) "
-                             "but loss {} applies log-softmax itself: softmax is applied twice and the gradients shrink",
-                             d.head_layer, cfg.loss.name);
-    f.fix = "end the model with the last linear layer (model.<name>.output = \"logits\"); apply softmax only for reporting or serving";
+    f.evidence = fmt::format(
+        "the model's outputs are probabilities (every row in [0, 1] and summing to 1 on 8 training samples; last "
+        "module {}) "
+        "but loss {} applies log-softmax itself: softmax is applied twice and the gradients shrink",
+        d.head_layer, cfg.loss.name);
+    f.fix =
+        "end the model with the last linear layer (model.<name>.output = \"logits\"); apply softmax only for reporting "
+        "or serving";
     out.push_back(f);
   }
 }

@@ -20,14 +20,14 @@ struct SplitFacts {
   std::string name;
   std::int64_t size = 0;
   std::int64_t label_min = 0, label_max = 0;
-  std::map<std::int64_t, std::int64_t> counts;        // label -> samples
-  std::vector<std::int64_t> out_of_range;             // file indices of labels outside 0..outputs-1 (first few)
+  std::map<std::int64_t, std::int64_t> counts;  // label -> samples
+  std::vector<std::int64_t> out_of_range;       // file indices of labels outside 0..outputs-1 (first few)
   std::int64_t out_of_range_count = 0;
   std::int64_t nonfinite_values = 0;
   std::int64_t nonfinite_sample_count = 0;
-  std::vector<std::int64_t> nonfinite_samples;        // file indices (first few)
-  std::int64_t distinct = 0;                          // distinct inputs (by content hash)
-  std::vector<std::uint64_t> hashes;                  // per sample
+  std::vector<std::int64_t> nonfinite_samples;  // file indices (first few)
+  std::int64_t distinct = 0;                    // distinct inputs (by content hash)
+  std::vector<std::uint64_t> hashes;            // per sample
 };
 
 struct DataFacts {
@@ -36,20 +36,20 @@ struct DataFacts {
   bool has_val = false, has_test = false;
   // Training inputs as the model sees them, over finite values.
   double mean = 0, std = 0, min = 0, max = 0;
-  double median_sample_absmax = 0;                    // robust scale: the median over samples of max |x|
-  std::vector<std::int64_t> extreme_samples;          // |x| far beyond the robust scale (first few, file indices)
+  double median_sample_absmax = 0;            // robust scale: the median over samples of max |x|
+  std::vector<std::int64_t> extreme_samples;  // |x| far beyond the robust scale (first few, file indices)
   double extreme_value = 0;
-  std::int64_t dup_test = 0, dup_val = 0;             // test/val samples whose input also occurs in train
-  std::vector<std::int64_t> dup_test_examples;        // test file indices
+  std::int64_t dup_test = 0, dup_val = 0;       // test/val samples whose input also occurs in train
+  std::vector<std::int64_t> dup_test_examples;  // test file indices
   double knn_agreement = -1, knn_chance = 0, knn_sigma = 0;
   std::int64_t knn_queries = 0;
   std::int64_t batch_size = 0;
   bool drop_last = false;
   bool shuffle = true;
-  std::vector<std::string> batchnorm_layers;          // BatchNorm modules in forward order
+  std::vector<std::string> batchnorm_layers;  // BatchNorm modules in forward order
   bool outputs_are_probabilities = false;
-  std::string head_layer;                             // the module producing the output
-  std::vector<std::string> frozen;                    // parameters that do not require grad
+  std::string head_layer;           // the module producing the output
+  std::vector<std::string> frozen;  // parameters that do not require grad
   std::int64_t frozen_numel = 0, total_numel = 0;
 };
 
@@ -61,25 +61,25 @@ struct Validation {
 
 struct RunFacts {
   bool ran = false;
-  std::string error;                 // exception message when the run failed
-  std::string failing_op;            // the op in flight when it failed (with its module)
+  std::string error;       // exception message when the run failed
+  std::string failing_op;  // the op in flight when it failed (with its module)
   std::string failing_layer, failing_type, failing_inputs;
   std::int64_t failing_step = -1;
   std::int64_t steps = 0;
   std::int64_t batches_per_epoch = 0;
   double seconds = 0, data_wait = 0;
   std::vector<double> loss, acc, lr, grad_norm;  // per step (NaN where absent)
-  std::vector<std::uint64_t> batch_hash;          // per step: hash of the batch's inputs
+  std::vector<std::uint64_t> batch_hash;         // per step: hash of the batch's inputs
   std::vector<std::int64_t> batch_size;
   std::vector<Validation> validations;
   std::vector<ProbeRecord> probes;
   std::vector<Alert> alerts;
   std::optional<NonFiniteEvent> nonfinite;
   std::int64_t scaler_skips = 0;
-  double bn_train_mode_acc = -1, bn_eval_mode_acc = -1;  // the same training batches, batch vs running statistics
+  double bn_train_mode_acc = -1, bn_eval_mode_acc = -1;      // the same training batches, batch vs running statistics
   double bn_train_mode_loss = NAN, bn_eval_mode_loss = NAN;  // their mean losses
-  std::vector<std::string> no_grad_params;        // require grad but never received one
-  std::vector<std::string> frozen;                // parameters the run did not train (requires_grad false)
+  std::vector<std::string> no_grad_params;                   // require grad but never received one
+  std::vector<std::string> frozen;                           // parameters the run did not train (requires_grad false)
   std::int64_t frozen_numel = 0, total_numel = 0;
   std::int64_t chance_classes = 0;
 };
@@ -87,10 +87,11 @@ struct RunFacts {
 // Content hash of each sample's input bytes (x: [N, ...] contiguous, any dtype).
 std::vector<std::uint64_t> sample_hashes(const at::Tensor& x);
 
-void gather_data_facts(train::TaskModule& task, train::DataModule& data, const DoctorOptions& options, DataFacts& facts);
+void gather_data_facts(train::TaskModule& task, train::DataModule& data, const DoctorOptions& options,
+                       DataFacts& facts);
 void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<Finding>& out);
-void run_instrumented(train::TaskModule& task, train::DataModule& data, const train::RunConfig& cfg, const DoctorOptions& options,
-                      const DataFacts& d, RunFacts& r, std::ostream* log);
+void run_instrumented(train::TaskModule& task, train::DataModule& data, const train::RunConfig& cfg,
+                      const DoctorOptions& options, const DataFacts& d, RunFacts& r, std::ostream* log);
 void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig& cfg, std::vector<Finding>& out);
 
 std::string fmt_samples(const std::vector<std::int64_t>& s, std::size_t max = 6);

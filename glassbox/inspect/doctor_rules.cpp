@@ -34,17 +34,20 @@ double mean_of(const std::vector<double>& v, std::size_t from, std::size_t to) {
 double median(std::vector<double> v) { return quantile(finite_of(v), 0.5); }
 
 bool is_relu_like(const LayerActivation& a) {
-  return a.type == "ReLU" || a.type == "ReLU6" || a.op == "aten::relu" || a.op == "aten::relu_" || a.op == "aten::threshold";
+  return a.type == "ReLU" || a.type == "ReLU6" || a.op == "aten::relu" || a.op == "aten::relu_" ||
+         a.op == "aten::threshold";
 }
 
 // Parameters that are weight matrices/kernels (not biases or norm scales), by size.
-bool is_weight(const ParameterStats& p) { return p.numel >= 64 && p.name.size() >= 6 && p.name.compare(p.name.size() - 6, 6, "weight") == 0; }
+bool is_weight(const ParameterStats& p) {
+  return p.numel >= 64 && p.name.size() >= 6 && p.name.compare(p.name.size() - 6, 6, "weight") == 0;
+}
 
 struct LossTrend {
   double first = NAN, peak = NAN;  // the first step's loss, the largest finite one
   double start = NAN, end = NAN;
   bool nonfinite = false;
-  bool learning = false;   // the loss fell clearly
+  bool learning = false;  // the loss fell clearly
   bool rising = false;
 };
 
@@ -70,9 +73,8 @@ LossTrend trend(const RunFacts& r) {
 void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig& cfg, std::vector<Finding>& out) {
   const LossTrend lt = trend(r);
   const double lnk = d.outputs > 1 ? std::log(static_cast<double>(d.outputs)) : 1.0;
-  const bool data_cause = std::any_of(out.begin(), out.end(), [](const Finding& f) {
-    return f.severity == "error" || f.id == "unnormalized-input";
-  });
+  const bool data_cause = std::any_of(
+      out.begin(), out.end(), [](const Finding& f) { return f.severity == "error" || f.id == "unnormalized-input"; });
   // A symptom explained by a cause found in the data is reported with less confidence.
   const double symptom_scale = data_cause ? 0.85 : 1.0;
 
@@ -82,29 +84,42 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
     const std::string first_line = e.substr(0, e.find('\n'));
     if (e.find("more than 1 value per channel") != std::string::npos) {
       Finding f{"batchnorm-batch-of-one", "error", 0.95, {{"step", r.failing_step}}, "", ""};
-      if (!d.batchnorm_layers.empty()) f.where["layer"] = r.failing_layer.empty() ? d.batchnorm_layers.front() : r.failing_layer;
-      f.evidence = fmt::format("training failed at step {}: a batch of one sample reached a BatchNorm layer in training mode ({})", r.failing_step,
-                               first_line);
+      if (!d.batchnorm_layers.empty())
+        f.where["layer"] = r.failing_layer.empty() ? d.batchnorm_layers.front() : r.failing_layer;
+      f.evidence = fmt::format(
+          "training failed at step {}: a batch of one sample reached a BatchNorm layer in training mode ({})",
+          r.failing_step, first_line);
       f.fix = "set data.loader.drop_last = true (or a batch size that leaves no batch of one)";
       out.push_back(f);
     } else if (e.find("same device") != std::string::npos || e.find("scalar type") != std::string::npos ||
                e.find("same dtype") != std::string::npos || e.find("two devices") != std::string::npos) {
       Finding f{"device-mismatch", "error", 0.9, {{"step", r.failing_step}, {"op", r.failing_op}}, "", ""};
       if (!r.failing_layer.empty()) f.where["layer"] = r.failing_layer;
-      f.evidence = fmt::format("{} failed in {}{}: its inputs were {} ({})", r.failing_op.empty() ? "an op" : r.failing_op,
-                               r.failing_layer.empty() ? "a function between modules" : "module \"" + r.failing_layer + "\"",
-                               r.failing_type.empty() ? "" : " (" + r.failing_type + ")", r.failing_inputs, first_line);
-      f.fix = "move or cast the tensors so that they meet on one device and dtype (module.to(device, dtype), inputs.to(...)) — look for "
-              "tensors created inside forward without the input's options";
+      f.evidence =
+          fmt::format("{} failed in {}{}: its inputs were {} ({})", r.failing_op.empty() ? "an op" : r.failing_op,
+                      r.failing_layer.empty() ? "a function between modules" : "module \"" + r.failing_layer + "\"",
+                      r.failing_type.empty() ? "" : " (" + r.failing_type + ")", r.failing_inputs, first_line);
+      f.fix =
+          "move or cast the tensors so that they meet on one device and dtype (module.to(device, dtype), "
+          "inputs.to(...)) — look for "
+          "tensors created inside forward without the input's options";
       out.push_back(f);
     } else if (e.find("out of bounds") != std::string::npos || e.find("Target") != std::string::npos) {
       if (std::none_of(out.begin(), out.end(), [](const Finding& f) { return f.id.rfind("label-", 0) == 0; })) {
-        Finding f{"label-out-of-range", "error", 0.85, {{"step", r.failing_step}}, fmt::format("the loss failed: {}", first_line),
+        Finding f{"label-out-of-range",
+                  "error",
+                  0.85,
+                  {{"step", r.failing_step}},
+                  fmt::format("the loss failed: {}", first_line),
                   "labels must be 0..K-1 for a K-output model"};
         out.push_back(f);
       }
     } else {
-      Finding f{"run-failed", "error", 0.5, {{"step", r.failing_step}}, fmt::format("the instrumented run failed at step {}: {}", r.failing_step, first_line),
+      Finding f{"run-failed",
+                "error",
+                0.5,
+                {{"step", r.failing_step}},
+                fmt::format("the instrumented run failed at step {}: {}", r.failing_step, first_line),
                 "fix the error above, then run the doctor again"};
       out.push_back(f);
     }
@@ -117,19 +132,33 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
     if (low_precision && (e.kind == "activation" || e.kind == "gradient")) {
       Finding f{"low-precision-overflow", "error", 0.85, {{"step", e.step}, {"layer", e.layer}, {"op", e.op}}, "", ""};
       f.evidence = fmt::format("under precision {}: {}", cfg.trainer.precision, e.message);
-      f.fix = "keep that op in float32 (autocast excludes it when you cast its input .to(float)), scale inputs down, or train in precision 32";
+      f.fix =
+          "keep that op in float32 (autocast excludes it when you cast its input .to(float)), scale inputs down, or "
+          "train in precision 32";
       out.push_back(f);
     } else if (e.kind == "activation" || e.kind == "loss") {
-      Finding f{"nonfinite-activation", "error", 0.9 * symptom_scale, {{"step", e.step}, {"layer", e.layer}, {"op", e.op}}, e.message, ""};
+      Finding f{"nonfinite-activation",
+                "error",
+                0.9 * symptom_scale,
+                {{"step", e.step}, {"layer", e.layer}, {"op", e.op}},
+                e.message,
+                ""};
       if (!e.bad_samples.empty()) f.where["samples"] = e.bad_samples;
-      f.fix = e.input_max_abs > 1e30 ? "the input of that op is already near float32's limit: drop or clip the samples named, normalise the inputs"
-              : e.op == "aten::exp" || e.op == "aten::pow"
-                  ? "compute it stably (subtract the maximum before exp, use log-softmax / logsumexp) or clamp its input"
-                  : "guard that op's domain (clamp before log/sqrt/division), lower the learning rate if activations grew";
+      f.fix =
+          e.input_max_abs > 1e30 ? "the input of that op is already near float32's limit: drop or clip the samples "
+                                   "named, normalise the inputs"
+          : e.op == "aten::exp" || e.op == "aten::pow"
+              ? "compute it stably (subtract the maximum before exp, use log-softmax / logsumexp) or clamp its input"
+              : "guard that op's domain (clamp before log/sqrt/division), lower the learning rate if activations grew";
       out.push_back(f);
     } else if (e.kind == "gradient") {
-      Finding f{"nonfinite-gradient", "error", 0.85 * symptom_scale, {{"step", e.step}, {"layer", e.layer}, {"parameter", e.parameter}}, e.message,
-                "the backward of an op between this parameter and the loss is undefined at its input (sqrt/log/pow at 0, division by 0): "
+      Finding f{"nonfinite-gradient",
+                "error",
+                0.85 * symptom_scale,
+                {{"step", e.step}, {"layer", e.layer}, {"parameter", e.parameter}},
+                e.message,
+                "the backward of an op between this parameter and the loss is undefined at its input (sqrt/log/pow at "
+                "0, division by 0): "
                 "add an epsilon or clamp"};
       out.push_back(f);
     }
@@ -138,7 +167,8 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
   // --- gradients ---
   // Gradient history up to (not including) the first non-finite step: what led there.
   std::vector<double> g = r.grad_norm;
-  if (r.nonfinite && r.nonfinite->step >= 0 && static_cast<std::size_t>(r.nonfinite->step) < g.size()) g.resize(static_cast<std::size_t>(r.nonfinite->step));
+  if (r.nonfinite && r.nonfinite->step >= 0 && static_cast<std::size_t>(r.nonfinite->step) < g.size())
+    g.resize(static_cast<std::size_t>(r.nonfinite->step));
   const std::vector<double> gf = finite_of(g);
   double g0 = NAN, gmax = NAN;
   std::int64_t gmax_step = -1, exceed_step = -1;
@@ -171,7 +201,9 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
       for (std::size_t i = 0; i < first.size(); ++i) {
         if (!first[i].has_grad || first[i].grad.norm <= 0) continue;
         for (auto it = r.probes.rbegin(); it != r.probes.rend(); ++it) {
-          if (i >= it->parameters.size() || !std::isfinite(it->parameters[i].grad.norm) || it->parameters[i].grad.nonfinite > 0) continue;
+          if (i >= it->parameters.size() || !std::isfinite(it->parameters[i].grad.norm) ||
+              it->parameters[i].grad.nonfinite > 0)
+            continue;
           const double gr = it->parameters[i].grad.norm / first[i].grad.norm;
           if (gr > worst_growth) {
             worst_growth = gr;
@@ -181,15 +213,25 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
         }
       }
     }
-    Finding f{"exploding-gradients", "error", 0.9 * symptom_scale, {{"step", exceed_step >= 0 ? exceed_step : gmax_step}}, "", ""};
+    Finding f{"exploding-gradients",
+              "error",
+              0.9 * symptom_scale,
+              {{"step", exceed_step >= 0 ? exceed_step : gmax_step}},
+              "",
+              ""};
     if (!worst.empty()) f.where["parameter"] = worst;
-    f.evidence = fmt::format("the gradient norm grew from {:.3g} (first steps) to {:.3g} at step {} (x{:.3g}){}{}", g0, gmax, gmax_step, growth,
-                             grad_nonfinite ? ", then became non-finite" : "",
-                             worst.empty() ? "" : fmt::format("; the largest growth was in {} (x{:.3g} between probes)", worst, worst_growth));
-    const double clip = quantile(std::vector<double>(gf.begin(), gf.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(gf.size(), 20))), 0.95);
-    f.fix = fmt::format("clip gradients (trainer.gradient_clip_val = {:.3g}, the 95th percentile of the first norms, or "
-                        "trainer.gradient_clip_auto_steps = 100) and lower optim.lr (now {:g}); normalisation layers help deep stacks",
-                        clip, cfg.optim.lr);
+    f.evidence = fmt::format(
+        "the gradient norm grew from {:.3g} (first steps) to {:.3g} at step {} (x{:.3g}){}{}", g0, gmax, gmax_step,
+        growth, grad_nonfinite ? ", then became non-finite" : "",
+        worst.empty() ? ""
+                      : fmt::format("; the largest growth was in {} (x{:.3g} between probes)", worst, worst_growth));
+    const double clip = quantile(
+        std::vector<double>(gf.begin(), gf.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(gf.size(), 20))),
+        0.95);
+    f.fix = fmt::format(
+        "clip gradients (trainer.gradient_clip_val = {:.3g}, the 95th percentile of the first norms, or "
+        "trainer.gradient_clip_auto_steps = 100) and lower optim.lr (now {:g}); normalisation layers help deep stacks",
+        clip, cfg.optim.lr);
     out.push_back(f);
   }
 
@@ -218,7 +260,8 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
   std::vector<double> early;
   for (std::size_t k = 0; k < std::min<std::size_t>(3, r.probes.size()); ++k)
     for (std::size_t i = 0; i < r.probes[k].parameters.size(); ++i)
-      if (is_weight(r.probes[k].parameters[i]) && i < r.probes[k].update_ratio.size()) early.push_back(r.probes[k].update_ratio[i]);
+      if (is_weight(r.probes[k].parameters[i]) && i < r.probes[k].update_ratio.size())
+        early.push_back(r.probes[k].update_ratio[i]);
   const double ratio_early = median(early);
 
   // Parameters with gradients that do not move at all.
@@ -241,37 +284,51 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
     }
     if (!frozen_in_place.empty()) {
       Finding f{"parameters-not-updating", "error", 0.9, {{"parameters", frozen_in_place}}, "", ""};
-      f.evidence = fmt::format("{} of {} parameters with non-zero gradients (up to norm {:.3g}) did not change at all in {} steps: {}{}",
-                               frozen_in_place.size(), with_grad, gnorm, r.steps, fmt::join(frozen_in_place.begin(),
-                               frozen_in_place.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(4, frozen_in_place.size())), ", "),
-                               cfg.optim.lr == 0 ? "; optim.lr = 0" : "");
+      f.evidence = fmt::format(
+          "{} of {} parameters with non-zero gradients (up to norm {:.3g}) did not change at all in {} steps: {}{}",
+          frozen_in_place.size(), with_grad, gnorm, r.steps,
+          fmt::join(
+              frozen_in_place.begin(),
+              frozen_in_place.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(4, frozen_in_place.size())),
+              ", "),
+          cfg.optim.lr == 0 ? "; optim.lr = 0" : "");
       f.fix = cfg.optim.lr == 0 ? "set optim.lr to a real learning rate (e.g. 1e-3 for Adam, 0.1 for SGD)"
-                                : "check that these parameters are in the optimiser's parameter groups and that their learning rate is not 0";
+                                : "check that these parameters are in the optimiser's parameter groups and that their "
+                                  "learning rate is not 0";
       out.push_back(f);
     }
   }
 
   // lr too high / too low.
   if (std::isfinite(ratio_med)) {
-    const bool jumped = std::isfinite(lt.first) && lt.peak > 3 * lt.first && (!std::isfinite(lt.end) || lt.end > 1.5 * lnk);
+    const bool jumped =
+        std::isfinite(lt.first) && lt.peak > 3 * lt.first && (!std::isfinite(lt.end) || lt.end > 1.5 * lnk);
     // A NaN that came from the data (a NaN input, a sample near float32's limit) says nothing about the learning rate.
     const bool nan_from_data = r.nonfinite && (r.nonfinite->kind == "input" || r.nonfinite->input_max_abs > 1e30);
     const bool nonfinite = lt.nonfinite && !nan_from_data;
-    if ((lt.rising || nonfinite || jumped || (std::isfinite(lt.end) && lt.end > 1.5 * lnk)) && std::max(ratio_med, ratio_early) > 1e-2) {
+    if ((lt.rising || nonfinite || jumped || (std::isfinite(lt.end) && lt.end > 1.5 * lnk)) &&
+        std::max(ratio_med, ratio_early) > 1e-2) {
       Finding f{"lr-too-high", "error", (exploding ? 0.75 : 0.88) * symptom_scale, {{"parameter_groups", 0}}, "", ""};
-      f.evidence = fmt::format("the loss went from {:.3g} (step 0) up to {:.3g} and ends at {:.3g}{} (chance level is {:.3g}) while the median "
-                               "update-to-weight ratio per step was {:.3g} (around 1e-3 is typical); optim.lr = {:g}",
-                               lt.first, lt.peak, lt.end, lt.nonfinite ? " (with non-finite values)" : "", lnk, std::max(ratio_med, ratio_early), cfg.optim.lr);
-      f.fix = fmt::format("lower optim.lr by 10-100x (try {:g}) or use a warm-up (scheduler.warmup_steps)", cfg.optim.lr / 30);
+      f.evidence = fmt::format(
+          "the loss went from {:.3g} (step 0) up to {:.3g} and ends at {:.3g}{} (chance level is {:.3g}) while the "
+          "median "
+          "update-to-weight ratio per step was {:.3g} (around 1e-3 is typical); optim.lr = {:g}",
+          lt.first, lt.peak, lt.end, lt.nonfinite ? " (with non-finite values)" : "", lnk,
+          std::max(ratio_med, ratio_early), cfg.optim.lr);
+      f.fix = fmt::format("lower optim.lr by 10-100x (try {:g}) or use a warm-up (scheduler.warmup_steps)",
+                          cfg.optim.lr / 30);
       out.push_back(f);
     } else if (!lt.learning && ratio_med < 1e-5 && ratio_med > 0) {
       const double gmed = median(g);
       if (!(gmed < cfg.diagnostics.grad_norm_low)) {
         Finding f{"lr-too-low", "error", 0.85 * symptom_scale, {{"parameter_groups", 0}}, "", ""};
-        f.evidence = fmt::format("in {} steps the loss moved from {:.4g} to {:.4g} ({:+.2f}%); the median update-to-weight ratio per step was "
-                                 "{:.2g} (around 1e-3 is typical) with a median gradient norm of {:.3g}; optim.lr = {:g}",
-                                 r.steps, lt.start, lt.end, 100 * (lt.end - lt.start) / lt.start, ratio_med, gmed, cfg.optim.lr);
-        f.fix = fmt::format("raise optim.lr (about x{:.0g} would bring the update ratio near 1e-3)", std::pow(10.0, std::round(std::log10(1e-3 / ratio_med))));
+        f.evidence = fmt::format(
+            "in {} steps the loss moved from {:.4g} to {:.4g} ({:+.2f}%); the median update-to-weight ratio per step "
+            "was "
+            "{:.2g} (around 1e-3 is typical) with a median gradient norm of {:.3g}; optim.lr = {:g}",
+            r.steps, lt.start, lt.end, 100 * (lt.end - lt.start) / lt.start, ratio_med, gmed, cfg.optim.lr);
+        f.fix = fmt::format("raise optim.lr (about x{:.0g} would bring the update ratio near 1e-3)",
+                            std::pow(10.0, std::round(std::log10(1e-3 / ratio_med))));
         out.push_back(f);
       }
     }
@@ -300,10 +357,13 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
     const double rel_med = median(rel);
     if (std::isfinite(rel_med) && rel_med < 1e-3 && !lt.learning) {
       Finding f{"vanishing-gradients", "error", 0.85 * symptom_scale, {{"layer", first_name}}, "", ""};
-      f.evidence = fmt::format("the first layer's gradient ({} norm {:.3g}) is {:.2g} of the last layer's ({} norm {:.3g}), median over {} "
-                               "probes; the loss moved from {:.4g} to {:.4g}",
-                               first_name, first_norm, rel_med, last_name, last_norm, rel.size(), lt.start, lt.end);
-      f.fix = "add normalisation (model.mlp.norm = \"batchnorm\"), use ReLU-family activations, fewer layers or residual connections";
+      f.evidence = fmt::format(
+          "the first layer's gradient ({} norm {:.3g}) is {:.2g} of the last layer's ({} norm {:.3g}), median over {} "
+          "probes; the loss moved from {:.4g} to {:.4g}",
+          first_name, first_norm, rel_med, last_name, last_norm, rel.size(), lt.start, lt.end);
+      f.fix =
+          "add normalisation (model.mlp.norm = \"batchnorm\"), use ReLU-family activations, fewer layers or residual "
+          "connections";
       out.push_back(f);
     }
   }
@@ -314,7 +374,8 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
     const std::size_t from = r.probes.size() > 3 ? r.probes.size() - 3 : 0;
     for (std::size_t k = from; k < r.probes.size(); ++k)
       for (const auto& a : r.probes[k].activations)
-        if (is_relu_like(a) && std::isfinite(a.stats.dead_fraction) && a.shape.size() >= 2) dead[a.layer].push_back(a.stats.dead_fraction);
+        if (is_relu_like(a) && std::isfinite(a.stats.dead_fraction) && a.shape.size() >= 2)
+          dead[a.layer].push_back(a.stats.dead_fraction);
     std::string worst;
     double worst_share = 0;
     std::int64_t units = 0;
@@ -328,44 +389,64 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
     for (const auto& a : r.probes.back().activations)
       if (a.layer == worst && a.shape.size() >= 2) units = a.shape[1];
     if (worst_share >= 0.4) {
-      Finding f{"dead-relu", worst_share >= 0.6 ? "error" : "warning", 0.6 + 0.35 * worst_share, {{"layer", worst}}, "", ""};
-      f.evidence = fmt::format("{:.0f}% of the {} units of {} were never positive on a whole batch (last {} probes, up to step {}); they pass no "
-                               "gradient{}",
-                               100 * worst_share, units, worst, r.probes.size() - from, r.probes.back().step,
-                               lt.learning ? "" : fmt::format(", and the loss stays near {:.3g}", lt.end));
-      f.fix = fmt::format("lower optim.lr (now {:g}: a large update pushes units below zero for good), or use leaky_relu / gelu", cfg.optim.lr);
+      Finding f{"dead-relu", worst_share >= 0.6 ? "error" : "warning", 0.6 + 0.35 * worst_share, {{"layer", worst}}, "",
+                ""};
+      f.evidence = fmt::format(
+          "{:.0f}% of the {} units of {} were never positive on a whole batch (last {} probes, up to step {}); they "
+          "pass no "
+          "gradient{}",
+          100 * worst_share, units, worst, r.probes.size() - from, r.probes.back().step,
+          lt.learning ? "" : fmt::format(", and the loss stays near {:.3g}", lt.end));
+      f.fix = fmt::format(
+          "lower optim.lr (now {:g}: a large update pushes units below zero for good), or use leaky_relu / gelu",
+          cfg.optim.lr);
       out.push_back(f);
     }
   }
 
   // Weight decay collapsing the weights.
-  if (std::isfinite(wnorm_first) && std::isfinite(wnorm_last) && cfg.optim.weight_decay > 0 && wnorm_last < 0.5 * wnorm_first && !lt.learning) {
+  if (std::isfinite(wnorm_first) && std::isfinite(wnorm_last) && cfg.optim.weight_decay > 0 &&
+      wnorm_last < 0.5 * wnorm_first && !lt.learning) {
     Finding f{"weight-decay-too-large", "error", 0.85, {{"parameter_groups", 0}}, "", ""};
     const double shrink = cfg.optim.name == "adamw" ? cfg.optim.lr * cfg.optim.weight_decay : NAN;
-    f.evidence = fmt::format("the weight norm fell from {:.4g} to {:.4g} (x{:.3g}) in {} steps with optim.weight_decay = {:g}{}; the loss went from "
-                             "{:.4g} to {:.4g}",
-                             wnorm_first, wnorm_last, wnorm_last / wnorm_first, r.steps, cfg.optim.weight_decay,
-                             std::isfinite(shrink) ? fmt::format(" (AdamW multiplies the weights by 1 - lr*wd = {:.4g} each step)", 1 - shrink) : "",
-                             lt.start, lt.end);
+    f.evidence = fmt::format(
+        "the weight norm fell from {:.4g} to {:.4g} (x{:.3g}) in {} steps with optim.weight_decay = {:g}{}; the loss "
+        "went from "
+        "{:.4g} to {:.4g}",
+        wnorm_first, wnorm_last, wnorm_last / wnorm_first, r.steps, cfg.optim.weight_decay,
+        std::isfinite(shrink)
+            ? fmt::format(" (AdamW multiplies the weights by 1 - lr*wd = {:.4g} each step)", 1 - shrink)
+            : "",
+        lt.start, lt.end);
     f.fix = "use optim.weight_decay around 1e-4 (SGD/Adam) or 1e-2 (AdamW)";
     out.push_back(f);
   }
 
   // Frozen layers with random weights; parameters that never got a gradient.
-  if (r.total_numel > 0 && r.frozen_numel > 0 && static_cast<double>(r.frozen_numel) >= 0.5 * static_cast<double>(r.total_numel)) {
+  if (r.total_numel > 0 && r.frozen_numel > 0 &&
+      static_cast<double>(r.frozen_numel) >= 0.5 * static_cast<double>(r.total_numel)) {
     Finding f{"no-gradient", "error", 0.8, {{"parameters", r.frozen}}, "", ""};
-    f.evidence = fmt::format("{} of {} parameters ({:.1f}%) are frozen (trainer.freeze) at their random initial values and get no gradient: {}{}",
-                             r.frozen_numel, r.total_numel, 100.0 * static_cast<double>(r.frozen_numel) / static_cast<double>(r.total_numel),
-                             fmt::join(r.frozen.begin(), r.frozen.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(4, r.frozen.size())), ", "),
-                             r.frozen.size() > 4 ? ", ..." : "");
-    f.fix = "remove those patterns from trainer.freeze (freezing only makes sense for layers loaded with trained weights)";
+    f.evidence = fmt::format(
+        "{} of {} parameters ({:.1f}%) are frozen (trainer.freeze) at their random initial values and get no gradient: "
+        "{}{}",
+        r.frozen_numel, r.total_numel, 100.0 * static_cast<double>(r.frozen_numel) / static_cast<double>(r.total_numel),
+        fmt::join(r.frozen.begin(),
+                  r.frozen.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(4, r.frozen.size())), ", "),
+        r.frozen.size() > 4 ? ", ..." : "");
+    f.fix =
+        "remove those patterns from trainer.freeze (freezing only makes sense for layers loaded with trained weights)";
     out.push_back(f);
   }
   if (!r.no_grad_params.empty()) {
     Finding f{"no-gradient", "error", 0.9, {{"parameters", r.no_grad_params}}, "", ""};
-    f.evidence = fmt::format("{} parameters require a gradient but never received one in {} steps: {} — the graph is cut between them and the loss",
-                             r.no_grad_params.size(), r.steps, fmt::join(r.no_grad_params.begin(),
-                             r.no_grad_params.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(4, r.no_grad_params.size())), ", "));
+    f.evidence = fmt::format(
+        "{} parameters require a gradient but never received one in {} steps: {} — the graph is cut between them and "
+        "the loss",
+        r.no_grad_params.size(), r.steps,
+        fmt::join(
+            r.no_grad_params.begin(),
+            r.no_grad_params.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(4, r.no_grad_params.size())),
+            ", "));
     f.fix = "look for .detach(), .item()/.data round trips, NoGradGuard or tensors rebuilt from host data in forward";
     out.push_back(f);
   }
@@ -375,14 +456,19 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
     const double margin = std::max(4 * d.knn_sigma, 0.02);
     double recent_acc = mean_of(r.acc, r.acc.size() > 50 ? r.acc.size() - 50 : 0, r.acc.size());
     double majority = 0;
-    for (const auto& [label, count] : d.train.counts) majority = std::max(majority, static_cast<double>(count) / static_cast<double>(std::max<std::int64_t>(1, d.train.size)));
+    for (const auto& [label, count] : d.train.counts)
+      majority =
+          std::max(majority, static_cast<double>(count) / static_cast<double>(std::max<std::int64_t>(1, d.train.size)));
     if (d.knn_agreement <= d.knn_chance + margin && d.train.counts.size() > 1) {
       const bool stuck = !r.acc.empty() && std::isfinite(recent_acc) && recent_acc <= majority + 0.05;
       Finding f{"labels-shuffled", stuck ? "error" : "warning", stuck ? 0.88 : 0.55, {{"split", "train"}}, "", ""};
-      f.evidence = fmt::format("the nearest training neighbour of {} training samples has the same label {:.1f}% of the time — what labels "
-                               "independent of the inputs give ({:.1f}% +- {:.1f}%){}",
-                               d.knn_queries, 100 * d.knn_agreement, 100 * d.knn_chance, 100 * d.knn_sigma,
-                               stuck ? fmt::format("; training accuracy stays at {:.1f}% (majority class {:.1f}%)", 100 * recent_acc, 100 * majority) : "");
+      f.evidence = fmt::format(
+          "the nearest training neighbour of {} training samples has the same label {:.1f}% of the time — what labels "
+          "independent of the inputs give ({:.1f}% +- {:.1f}%){}",
+          d.knn_queries, 100 * d.knn_agreement, 100 * d.knn_chance, 100 * d.knn_sigma,
+          stuck ? fmt::format("; training accuracy stays at {:.1f}% (majority class {:.1f}%)", 100 * recent_acc,
+                              100 * majority)
+                : "");
       f.fix = "check that inputs and labels are stored and shuffled together (one index for both)";
       out.push_back(f);
     }
@@ -393,7 +479,8 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
     if (f.id != "class-imbalance") continue;
     const double share = [&] {
       double m = 0;
-      for (const auto& [label, count] : d.train.counts) m = std::max(m, static_cast<double>(count) / static_cast<double>(d.train.size));
+      for (const auto& [label, count] : d.train.counts)
+        m = std::max(m, static_cast<double>(count) / static_cast<double>(d.train.size));
       return m;
     }();
     const double recent_acc = mean_of(r.acc, r.acc.size() > 50 ? r.acc.size() - 50 : 0, r.acc.size());
@@ -414,12 +501,17 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
     const double expected = static_cast<double>(std::min<std::int64_t>(static_cast<std::int64_t>(r.batch_hash.size()),
                                                                        std::max<std::int64_t>(1, r.batches_per_epoch)));
     if (distinct <= 0.25 * expected) {
-      Finding f{"repeated-batches", cfg.trainer.overfit_batches > 0 ? "info" : "error", cfg.trainer.overfit_batches > 0 ? 0.3 : 0.85,
-                {{"steps", r.batch_hash.size()}}, "", ""};
-      f.evidence = fmt::format("the training loader yielded {} distinct batches in {} steps ({} batches per epoch){}", seen.size(), r.batch_hash.size(),
-                               r.batches_per_epoch,
+      Finding f{"repeated-batches",
+                cfg.trainer.overfit_batches > 0 ? "info" : "error",
+                cfg.trainer.overfit_batches > 0 ? 0.3 : 0.85,
+                {{"steps", r.batch_hash.size()}},
+                "",
+                ""};
+      f.evidence = fmt::format("the training loader yielded {} distinct batches in {} steps ({} batches per epoch){}",
+                               seen.size(), r.batch_hash.size(), r.batches_per_epoch,
                                cfg.trainer.overfit_batches > 0 ? " (trainer.overfit_batches is set: expected)" : "");
-      f.fix = "shuffle the training data (data.loader.shuffle = true) and check trainer.limit_train_batches / the sampler";
+      f.fix =
+          "shuffle the training data (data.loader.shuffle = true) and check trainer.limit_train_batches / the sampler";
       out.push_back(f);
     }
   }
@@ -432,13 +524,20 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
                            r.bn_eval_mode_loss > 2.0 * r.bn_train_mode_loss &&
                            r.bn_eval_mode_loss - r.bn_train_mode_loss > 0.5;
   if (bn_acc_gap || bn_loss_gap) {
-    Finding f{"batchnorm-stats-drift", "error", 0.85, {{"layer", d.batchnorm_layers.empty() ? "" : d.batchnorm_layers.front()}}, "", ""};
+    Finding f{"batchnorm-stats-drift",
+              "error",
+              0.85,
+              {{"layer", d.batchnorm_layers.empty() ? "" : d.batchnorm_layers.front()}},
+              "",
+              ""};
     f.evidence = fmt::format(
         "on the same training samples, accuracy is {:.1f}% and the loss {:.3g} with the statistics of batches of 256 "
         "(train mode) but {:.1f}% and {:.3g} with the running statistics evaluation uses (eval mode); the running "
         "statistics were gathered from batches of {}",
         100 * r.bn_train_mode_acc, r.bn_train_mode_loss, 100 * r.bn_eval_mode_acc, r.bn_eval_mode_loss, d.batch_size);
-    f.fix = "lower the BatchNorm momentum (bn_momentum = 0.1 or less for small batches), use larger batches, and evaluate in eval mode";
+    f.fix =
+        "lower the BatchNorm momentum (bn_momentum = 0.1 or less for small batches), use larger batches, and evaluate "
+        "in eval mode";
     out.push_back(f);
   }
 
@@ -450,12 +549,17 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
     const Validation& b = r.validations[best];
     const Validation& last = r.validations.back();
     // Only a model that fits its training data over-fits (a diverged run's losses say nothing).
-    if (best + 2 <= r.validations.size() - 1 && last.val_loss > 1.1 * b.val_loss && last.train_loss < b.train_loss && last.train_loss < lnk) {
+    if (best + 2 <= r.validations.size() - 1 && last.val_loss > 1.1 * b.val_loss && last.train_loss < b.train_loss &&
+        last.train_loss < lnk) {
       Finding f{"overfitting", "warning", 0.8, {{"step", b.step}}, "", ""};
-      f.evidence = fmt::format("validation loss rose from {:.4g} (step {}) to {:.4g} (step {}) while the training loss fell from {:.4g} to {:.4g}; "
-                               "{} training samples",
-                               b.val_loss, b.step, last.val_loss, last.step, b.train_loss, last.train_loss, d.train.size);
-      f.fix = "more data or augmentation, dropout (model.mlp.dropout), weight decay, a smaller model, and early_stopping on val_loss";
+      f.evidence = fmt::format(
+          "validation loss rose from {:.4g} (step {}) to {:.4g} (step {}) while the training loss fell from {:.4g} to "
+          "{:.4g}; "
+          "{} training samples",
+          b.val_loss, b.step, last.val_loss, last.step, b.train_loss, last.train_loss, d.train.size);
+      f.fix =
+          "more data or augmentation, dropout (model.mlp.dropout), weight decay, a smaller model, and early_stopping "
+          "on val_loss";
       out.push_back(f);
     }
   }
@@ -463,17 +567,23 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
   // The loader as the bottleneck.
   if (r.steps >= 20 && r.seconds >= 0.5 && r.data_wait > 0.5 * r.seconds) {
     Finding f{"data-loading-bottleneck", "warning", 0.8, {{"data_wait_share", r.data_wait / r.seconds}}, "", ""};
-    f.evidence = fmt::format("{:.0f}% of the {:.1f} s of training went to waiting for the next batch (data.loader.num_workers = {})",
-                             100 * r.data_wait / r.seconds, r.seconds, cfg.data.loader.num_workers);
-    f.fix = "raise data.loader.num_workers (and prefetch_factor), keep the data in memory, move per-sample work out of get_batch";
+    f.evidence = fmt::format(
+        "{:.0f}% of the {:.1f} s of training went to waiting for the next batch (data.loader.num_workers = {})",
+        100 * r.data_wait / r.seconds, r.seconds, cfg.data.loader.num_workers);
+    f.fix =
+        "raise data.loader.num_workers (and prefetch_factor), keep the data in memory, move per-sample work out of "
+        "get_batch";
     out.push_back(f);
   }
 
   // fp16 with a gradient scaler that keeps skipping.
   if (r.scaler_skips > 0 && r.steps > 0 && static_cast<double>(r.scaler_skips) > 0.25 * static_cast<double>(r.steps)) {
     Finding f{"low-precision-overflow", "error", 0.8, {{"steps_skipped", r.scaler_skips}}, "", ""};
-    f.evidence = fmt::format("the fp16 gradient scaler found Inf/NaN gradients in {} of {} steps and skipped them", r.scaler_skips, r.steps);
-    f.fix = "train in bf16-mixed or 32, or find the op that overflows (glassbox doctor with precision = \"32\" shows the magnitudes)";
+    f.evidence = fmt::format("the fp16 gradient scaler found Inf/NaN gradients in {} of {} steps and skipped them",
+                             r.scaler_skips, r.steps);
+    f.fix =
+        "train in bf16-mixed or 32, or find the op that overflows (glassbox doctor with precision = \"32\" shows the "
+        "magnitudes)";
     out.push_back(f);
   }
   (void)lnk;

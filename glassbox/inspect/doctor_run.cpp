@@ -40,7 +40,8 @@ class DoctorCallback final : public train::Callback {
     double acc = NAN;
     if (out.logits.defined() && out.logits.dim() == 2 && b.targets.dim() == 1 && b.size() > 0) {
       try {
-        acc = static_cast<double>(metrics::count_topk_correct(out.logits.detach(), b.targets, 1)) / static_cast<double>(b.size());
+        acc = static_cast<double>(metrics::count_topk_correct(out.logits.detach(), b.targets, 1)) /
+              static_cast<double>(b.size());
       } catch (const std::exception&) {
         // labels out of range for the logits: the data findings cover it
       }
@@ -52,7 +53,8 @@ class DoctorCallback final : public train::Callback {
       window_sum_ += loss;
       ++window_n_;
     }
-    if (log_ != nullptr && (r_.loss.size() % 50 == 0)) *log_ << fmt::format("doctor: step {} loss {:.4f}\n", r_.loss.size(), loss) << std::flush;
+    if (log_ != nullptr && (r_.loss.size() % 50 == 0))
+      *log_ << fmt::format("doctor: step {} loss {:.4f}\n", r_.loss.size(), loss) << std::flush;
   }
   void on_validation_end(train::Trainer& t) override {
     if (t.sanity_checking()) return;
@@ -117,8 +119,8 @@ void batchnorm_check(train::TaskModule& task, train::DataModule& data, c10::Devi
 
 }  // namespace
 
-void run_instrumented(train::TaskModule& task, train::DataModule& data, const train::RunConfig& cfg, const DoctorOptions& options,
-                      const DataFacts& d, RunFacts& r, std::ostream* log) {
+void run_instrumented(train::TaskModule& task, train::DataModule& data, const train::RunConfig& cfg,
+                      const DoctorOptions& options, const DataFacts& d, RunFacts& r, std::ostream* log) {
   train::TrainerOptions to = cfg.trainer;
   to.max_steps = options.max_steps;
   to.max_epochs = -1;
@@ -130,10 +132,13 @@ void run_instrumented(train::TaskModule& task, train::DataModule& data, const tr
   to.limit_val_batches = static_cast<double>(options.val_batches);
   to.check_val_every_n_epoch = 1;
   // Validate every val_every batches (or once per epoch when epochs are shorter).
-  const std::int64_t per_epoch = d.drop_last ? d.train.size / std::max<std::int64_t>(1, d.batch_size)
-                                             : (d.train.size + d.batch_size - 1) / std::max<std::int64_t>(1, d.batch_size);
-  const std::int64_t limited = cfg.trainer.limit_train_batches > 1.0 ? std::min<std::int64_t>(per_epoch, static_cast<std::int64_t>(cfg.trainer.limit_train_batches))
-                                                                      : per_epoch;
+  const std::int64_t per_epoch = d.drop_last
+                                     ? d.train.size / std::max<std::int64_t>(1, d.batch_size)
+                                     : (d.train.size + d.batch_size - 1) / std::max<std::int64_t>(1, d.batch_size);
+  const std::int64_t limited =
+      cfg.trainer.limit_train_batches > 1.0
+          ? std::min<std::int64_t>(per_epoch, static_cast<std::int64_t>(cfg.trainer.limit_train_batches))
+          : per_epoch;
   r.batches_per_epoch = limited;
   to.val_check_interval = limited > options.val_every ? static_cast<double>(options.val_every) : 1.0;
   train::SchedulerOptions so = cfg.scheduler;
@@ -147,7 +152,8 @@ void run_instrumented(train::TaskModule& task, train::DataModule& data, const tr
   auto probes = std::make_unique<ProbeCallback>(po);
   ProbeCallback* probes_ptr = probes.get();
   trainer.add_callback(std::move(probes));
-  auto monitor = std::make_unique<NonFiniteMonitor>(NonFinitePolicy::Stop, nullptr, std::filesystem::path(), GradientCheck::EveryStep);
+  auto monitor = std::make_unique<NonFiniteMonitor>(NonFinitePolicy::Stop, nullptr, std::filesystem::path(),
+                                                    GradientCheck::EveryStep);
   NonFiniteMonitor* monitor_ptr = monitor.get();
   trainer.add_callback(std::move(monitor));
   auto doc = std::make_unique<DoctorCallback>(r, log);

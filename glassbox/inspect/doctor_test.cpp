@@ -2,10 +2,10 @@
 // in code instead of IDX/NPY files, other magnitudes, other layer positions, user TaskModules.
 #include "glassbox/inspect/doctor.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-
-#include <algorithm>
 
 #include "glassbox/inspect/loop_monitor.h"
 #include "glassbox/train/trainer.h"
@@ -48,8 +48,8 @@ std::pair<at::Tensor, at::Tensor> squares(std::int64_t n, std::int64_t k, std::u
   return {x, y};
 }
 
-train::TensorDataModule module_of(at::Tensor x, at::Tensor y, std::int64_t k, std::int64_t batch = 32, bool shuffle = true,
-                                  at::Tensor tx = {}, at::Tensor ty = {}) {
+train::TensorDataModule module_of(at::Tensor x, at::Tensor y, std::int64_t k, std::int64_t batch = 32,
+                                  bool shuffle = true, at::Tensor tx = {}, at::Tensor ty = {}) {
   data::LoaderOptions lo;
   lo.batch_size = batch;
   lo.shuffle = shuffle;
@@ -138,7 +138,8 @@ TEST(Doctor, NamesTheOverflowingLayerInTheMiddleAndTheStep) {
   x = x * 0.02;
   x[150] = x[150] * 0 + 40.0;  // in batch 150 / 16 = 9 of the unshuffled first epoch
   auto data = module_of(x, y, 3, 16, /*shuffle=*/false);
-  torch::nn::Sequential seq(torch::nn::Linear(5, 8), torch::nn::Tanh(), torch::nn::Linear(8, 8), Amplify(), torch::nn::Linear(8, 3));
+  torch::nn::Sequential seq(torch::nn::Linear(5, 8), torch::nn::Tanh(), torch::nn::Linear(8, 8), Amplify(),
+                            torch::nn::Linear(8, 3));
   {
     torch::NoGradGuard ng;
     // Weights 0.1, biases 0: ordinary samples reach the amplifier near 0.004, sample 150 at 0.8.
@@ -186,7 +187,8 @@ TEST(Doctor, TrainTestLeakageOfTenPercent) {
 TEST(Doctor, ProbabilitiesFromAUserModelsSoftmaxHead) {
   auto [x, y] = blobs(800, 4, 6);
   auto data = module_of(x, y, 4);
-  SeqTask task(torch::nn::Sequential(torch::nn::Linear(6, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4), torch::nn::Softmax(1)));
+  SeqTask task(torch::nn::Sequential(torch::nn::Linear(6, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4),
+                                     torch::nn::Softmax(1)));
   const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), quick());
   ASSERT_EQ(first(r).id, "probabilities-as-logits") << ids(r);
   EXPECT_EQ(first(r).where["layer"], "3");
@@ -230,8 +232,9 @@ TEST(Doctor, GraphCutInAUserModule) {
 TEST(Doctor, BatchOfOneReachingBatchNorm2dInAConvNet) {
   auto [x, y] = squares(81, 4);  // 65 training samples (16 go to validation): 4 batches of 16 and one of 1
   auto data = module_of(x, y, 4, 16);
-  SeqTask task(torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 4, 3).padding(1)), torch::nn::BatchNorm2d(4),
-                                     torch::nn::ReLU(), torch::nn::Flatten(), torch::nn::Linear(4 * 64, 4)));
+  SeqTask task(torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 4, 3).padding(1)),
+                                     torch::nn::BatchNorm2d(4), torch::nn::ReLU(), torch::nn::Flatten(),
+                                     torch::nn::Linear(4 * 64, 4)));
   const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-3), quick());
   ASSERT_EQ(first(r).id, "batchnorm-batch-of-one") << ids(r);
   EXPECT_EQ(first(r).where["layer"], "1");
@@ -380,7 +383,8 @@ TEST(LoopMonitor, ReportsGradientsNeverZeroedInAHandWrittenLoop) {
   for (std::int64_t i = 0; i < 4; ++i) {
     opt.zero_grad();
     for (int micro = 0; micro < 2; ++micro) {
-      at::Tensor xb = x.slice(0, i * 32 + micro * 16, i * 32 + micro * 16 + 16), yb = y.slice(0, i * 32 + micro * 16, i * 32 + micro * 16 + 16);
+      at::Tensor xb = x.slice(0, i * 32 + micro * 16, i * 32 + micro * 16 + 16),
+                 yb = y.slice(0, i * 32 + micro * 16, i * 32 + micro * 16 + 16);
       ok.before_backward();
       torch::nn::functional::cross_entropy(net->forward(xb), yb).backward();
     }
@@ -391,7 +395,8 @@ TEST(LoopMonitor, ReportsGradientsNeverZeroedInAHandWrittenLoop) {
 }
 
 TEST(LoopMonitor, ReportsEvaluationInTrainingMode) {
-  torch::nn::Sequential net(torch::nn::Linear(6, 8), torch::nn::BatchNorm1d(8), torch::nn::Dropout(0.2), torch::nn::Linear(8, 3));
+  torch::nn::Sequential net(torch::nn::Linear(6, 8), torch::nn::BatchNorm1d(8), torch::nn::Dropout(0.2),
+                            torch::nn::Linear(8, 3));
   LoopMonitor mon(*net);
   net->eval();
   mon.check_eval_mode();

@@ -28,8 +28,8 @@
 namespace glassbox::inspect {
 
 struct Unit {
-  std::string path;     // "layers.fc0", "layer1.0.bn1"; "" for the root module
-  std::string type;     // "Linear", "BatchNorm2d", "ReLU", or the user's class name
+  std::string path;          // "layers.fc0", "layer1.0.bn1"; "" for the root module
+  std::string type;          // "Linear", "BatchNorm2d", "ReLU", or the user's class name
   bool has_tensors = false;  // owns parameters or buffers directly
   bool known_kind = false;   // parameterless and of a kind whose ops are known (ReLU, pooling, ...)
 };

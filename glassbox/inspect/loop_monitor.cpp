@@ -38,10 +38,14 @@ void LoopMonitor::before_backward() {
   if (nonzero == 0) return;
   reported_grads_ = true;
   Finding f{"gradients-not-zeroed", "error", 0.95, {{"step", steps_}, {"parameter", first}}, "", ""};
-  f.evidence = fmt::format("before the backward pass after step {}, {} of {} parameters still held the gradients of earlier steps (total norm "
-                           "{:.4g}, e.g. {}): each step adds to them instead of starting from zero",
-                           steps_, nonzero, total, norms.norm().item<double>(), first);
-  f.fix = "call optimizer.zero_grad() (or zero every parameter's grad) before each backward pass, or after each optimiser step";
+  f.evidence = fmt::format(
+      "before the backward pass after step {}, {} of {} parameters still held the gradients of earlier steps (total "
+      "norm "
+      "{:.4g}, e.g. {}): each step adds to them instead of starting from zero",
+      steps_, nonzero, total, norms.norm().item<double>(), first);
+  f.fix =
+      "call optimizer.zero_grad() (or zero every parameter's grad) before each backward pass, or after each optimiser "
+      "step";
   findings_.push_back(std::move(f));
 }
 
@@ -55,16 +59,21 @@ void LoopMonitor::check_eval_mode(const std::string& where) {
   std::vector<std::string> training;
   for (const auto& item : module_.named_modules("", /*include_self=*/true)) {
     const std::string type = LayerMap::short_type(item.value()->name());
-    const bool stateful = type.rfind("BatchNorm", 0) == 0 || type.rfind("Dropout", 0) == 0 || type == "AlphaDropout" || type.rfind("InstanceNorm", 0) == 0;
-    if (stateful && item.value()->is_training()) training.push_back(item.key().empty() ? type : item.key() + " (" + type + ")");
+    const bool stateful = type.rfind("BatchNorm", 0) == 0 || type.rfind("Dropout", 0) == 0 || type == "AlphaDropout" ||
+                          type.rfind("InstanceNorm", 0) == 0;
+    if (stateful && item.value()->is_training())
+      training.push_back(item.key().empty() ? type : item.key() + " (" + type + ")");
   }
   if (training.empty()) return;
   reported_mode_ = true;
   Finding f{"eval-in-train-mode", "error", 0.9, {{"where", where}, {"modules", training}}, "", ""};
-  f.evidence = fmt::format("at {}, {} module{} that behave differently in training are still in training mode: {} — BatchNorm normalises "
-                           "with the evaluation batch and updates its running statistics, Dropout drops units",
-                           where, training.size(), training.size() == 1 ? "" : "s", fmt::format("{}", fmt::join(training, ", ")));
-  f.fix = "call module->eval() before evaluating (and module->train() before training again), and evaluate under torch::NoGradGuard";
+  f.evidence = fmt::format(
+      "at {}, {} module{} that behave differently in training are still in training mode: {} — BatchNorm normalises "
+      "with the evaluation batch and updates its running statistics, Dropout drops units",
+      where, training.size(), training.size() == 1 ? "" : "s", fmt::format("{}", fmt::join(training, ", ")));
+  f.fix =
+      "call module->eval() before evaluating (and module->train() before training again), and evaluate under "
+      "torch::NoGradGuard";
   findings_.push_back(std::move(f));
 }
 

@@ -42,21 +42,31 @@ std::string shape_str(const std::vector<std::int64_t>& s) {
 std::string compose_message(const NonFiniteEvent& e) {
   const std::string where = fmt::format("step {} (epoch {}, batch {})", e.step, e.epoch, e.batch);
   const std::string samples = e.bad_samples.empty() ? "" : "; samples " + list_samples(e.bad_samples);
-  if (e.kind == "input") return fmt::format("non-finite input at {}: {} NaN/Inf values in the batch{}", where, e.nonfinite, samples);
+  if (e.kind == "input")
+    return fmt::format("non-finite input at {}: {} NaN/Inf values in the batch{}", where, e.nonfinite, samples);
   if (e.kind == "activation" || e.kind == "loss") {
-    return fmt::format("non-finite {} at {}: {} \"{}\"{} produced {} NaN/Inf values in {} {} from finite inputs (max |input| {:.4g}){}",
-                       e.kind == "loss" ? "loss" : "activation", where, e.type.empty() ? "function" : "module", e.layer,
-                       e.type.empty() ? "" : " (" + e.type + ")", e.nonfinite, e.op, shape_str(e.shape), e.input_max_abs, samples);
+    return fmt::format(
+        "non-finite {} at {}: {} \"{}\"{} produced {} NaN/Inf values in {} {} from finite inputs (max |input| "
+        "{:.4g}){}",
+        e.kind == "loss" ? "loss" : "activation", where, e.type.empty() ? "function" : "module", e.layer,
+        e.type.empty() ? "" : " (" + e.type + ")", e.nonfinite, e.op, shape_str(e.shape), e.input_max_abs, samples);
   }
-  if (e.kind == "parameter") return fmt::format("non-finite loss at {}: parameter {} already holds {} NaN/Inf values (an earlier update broke it)", where, e.layer, e.nonfinite);
+  if (e.kind == "parameter")
+    return fmt::format(
+        "non-finite loss at {}: parameter {} already holds {} NaN/Inf values (an earlier update broke it)", where,
+        e.layer, e.nonfinite);
   if (e.kind == "gradient" && e.parameter.empty()) {
-    return fmt::format("non-finite gradient at {} (loss {:.4g} was finite); replaying the step gave finite gradients (a non-deterministic op?)",
-                       where, e.loss);
+    return fmt::format(
+        "non-finite gradient at {} (loss {:.4g} was finite); replaying the step gave finite gradients (a "
+        "non-deterministic op?)",
+        where, e.loss);
   }
   if (e.kind == "gradient") {
-    return fmt::format("non-finite gradient at {} (loss {:.4g} was finite): the first parameter in backward order with NaN/Inf gradient is {} "
-                       "(module \"{}\", {}; {} values)",
-                       where, e.loss, e.parameter, e.layer, e.type, e.nonfinite);
+    return fmt::format(
+        "non-finite gradient at {} (loss {:.4g} was finite): the first parameter in backward order with NaN/Inf "
+        "gradient is {} "
+        "(module \"{}\", {}; {} values)",
+        where, e.loss, e.parameter, e.layer, e.type, e.nonfinite);
   }
   return fmt::format("non-finite loss at {}: no op in the forward pass produced it from finite inputs", where);
 }
@@ -64,10 +74,21 @@ std::string compose_message(const NonFiniteEvent& e) {
 }  // namespace
 
 nlohmann::json NonFiniteEvent::to_json() const {
-  return {{"step", step},       {"epoch", epoch},         {"batch", batch},         {"kind", kind},
-          {"layer", layer},     {"type", type},           {"op", op},               {"shape", shape},
-          {"nonfinite", nonfinite}, {"input_max_abs", input_max_abs}, {"samples", samples}, {"bad_samples", bad_samples},
-          {"parameter", parameter}, {"loss", std::isfinite(loss) ? nlohmann::json(loss) : nlohmann::json(nullptr)}, {"message", message}};
+  return {{"step", step},
+          {"epoch", epoch},
+          {"batch", batch},
+          {"kind", kind},
+          {"layer", layer},
+          {"type", type},
+          {"op", op},
+          {"shape", shape},
+          {"nonfinite", nonfinite},
+          {"input_max_abs", input_max_abs},
+          {"samples", samples},
+          {"bad_samples", bad_samples},
+          {"parameter", parameter},
+          {"loss", std::isfinite(loss) ? nlohmann::json(loss) : nlohmann::json(nullptr)},
+          {"message", message}};
 }
 
 NonFinitePolicy parse_nonfinite_policy(const std::string& s) {
@@ -84,11 +105,13 @@ void RngSnapshot::restore() const {
   if (!cuda.empty()) set_cuda_rng_states(cuda);
 }
 
-NonFiniteEvent localise_nonfinite(train::TaskModule& task, const data::Batch& batch, const LayerMap& map, train::Precision* precision,
-                                  const RngSnapshot* rng, const at::Tensor& dataset_index) {
+NonFiniteEvent localise_nonfinite(train::TaskModule& task, const data::Batch& batch, const LayerMap& map,
+                                  train::Precision* precision, const RngSnapshot* rng,
+                                  const at::Tensor& dataset_index) {
   NonFiniteEvent e;
   e.batch = batch.batch_index;
-  at::Tensor index = batch.indices.defined() ? batch.indices.to(torch::kCPU, torch::kLong) : torch::arange(batch.inputs.size(0));
+  at::Tensor index =
+      batch.indices.defined() ? batch.indices.to(torch::kCPU, torch::kLong) : torch::arange(batch.inputs.size(0));
   const auto to_dataset = [&](const at::Tensor& rows) {
     at::Tensor ids = at::index_select(index, 0, rows.to(torch::kCPU, torch::kLong));
     if (dataset_index.defined()) ids = at::index_select(dataset_index.to(torch::kCPU, torch::kLong), 0, ids);
@@ -141,7 +164,8 @@ NonFiniteEvent localise_nonfinite(train::TaskModule& task, const data::Batch& ba
       e.shape = origin->shape;
       e.nonfinite = origin->nonfinite;
       e.input_max_abs = origin->input_max_abs;
-      if (origin->bad_rows.defined() && !origin->shape.empty() && origin->shape[0] == index.size(0)) e.bad_samples = to_dataset(origin->bad_rows);
+      if (origin->bad_rows.defined() && !origin->shape.empty() && origin->shape[0] == index.size(0))
+        e.bad_samples = to_dataset(origin->bad_rows);
     } else if (!loss_finite) {
       for (const auto& p : map.parameters()) {
         const std::int64_t n = (~torch::isfinite(p.tensor.detach())).sum().item<std::int64_t>();
@@ -173,7 +197,8 @@ NonFiniteEvent localise_nonfinite(train::TaskModule& task, const data::Batch& ba
         }));
       }
       at::Tensor scaled = precision != nullptr ? precision->scale(out.loss) : out.loss;
-      torch::autograd::grad({scaled}, params, {}, /*retain_graph=*/false, /*create_graph=*/false, /*allow_unused=*/true);
+      torch::autograd::grad({scaled}, params, {}, /*retain_graph=*/false, /*create_graph=*/false,
+                            /*allow_unused=*/true);
       for (std::size_t i = 0; i < params.size(); ++i) params[i].remove_hook(hooks[i]);
       for (const auto& [i, n] : fired) {
         if (n == 0) continue;
@@ -205,7 +230,8 @@ NonFiniteEvent localise_nonfinite(train::TaskModule& task, const data::Batch& ba
   return e;
 }
 
-NonFiniteMonitor::NonFiniteMonitor(NonFinitePolicy policy, std::ostream* out, std::filesystem::path report, GradientCheck check_gradients)
+NonFiniteMonitor::NonFiniteMonitor(NonFinitePolicy policy, std::ostream* out, std::filesystem::path report,
+                                   GradientCheck check_gradients)
     : policy_(policy), out_(out), report_path_(std::move(report)), check_gradients_(check_gradients) {}
 
 NonFiniteMonitor::~NonFiniteMonitor() = default;
@@ -235,7 +261,8 @@ void NonFiniteMonitor::on_after_backward(train::Trainer& t) {
   if (check_gradients_ == GradientCheck::EveryStep) t.request_grad_norm();
   if (!loss_.defined()) return;
   // One host read; the loss is a scalar (with accumulation, the micro-batch's).
-  const bool finite = loss_.numel() == 1 ? std::isfinite(loss_.item<double>()) : torch::isfinite(loss_).all().item<bool>();
+  const bool finite =
+      loss_.numel() == 1 ? std::isfinite(loss_.item<double>()) : torch::isfinite(loss_).all().item<bool>();
   loss_ = at::Tensor();
   if (!finite) report(t, "loss");
 }
@@ -268,7 +295,7 @@ void NonFiniteMonitor::report(train::Trainer& t, const std::string& what) {
     NonFiniteEvent e = localise_nonfinite(*t.task(), batch_, *map_, &t.precision(), &rng_, ds_index);
     e.step = t.global_step();
     e.epoch = t.current_epoch();
-    e.batch = batch_.batch_index;  // the loader's position of the batch in its epoch
+    e.batch = batch_.batch_index;    // the loader's position of the batch in its epoch
     e.message = compose_message(e);  // with the trainer's step numbers
     first_ = e;
     if (out_ != nullptr) *out_ << "glassbox: " << e.message << "\n" << std::flush;
@@ -276,20 +303,19 @@ void NonFiniteMonitor::report(train::Trainer& t, const std::string& what) {
       try {
         write_file_atomic(report_path_, e.to_json().dump(2) + "\n");
       } catch (const std::exception& ex) {
-        if (out_ != nullptr) *out_ << "glassbox: warning: could not write " << report_path_.string() << ": " << ex.what() << "\n";
+        if (out_ != nullptr)
+          *out_ << "glassbox: warning: could not write " << report_path_.string() << ": " << ex.what() << "\n";
       }
     }
   }
   switch (policy_) {
     case NonFinitePolicy::Stop:
       t.skip_step("non-finite " + what);
-      t.request_stop("non-finite " + what + " at step " + std::to_string(t.global_step()) + (first_ ? ": " + first_->message : ""));
+      t.request_stop("non-finite " + what + " at step " + std::to_string(t.global_step()) +
+                     (first_ ? ": " + first_->message : ""));
       break;
-    case NonFinitePolicy::Skip:
-      t.skip_step("non-finite " + what);
-      break;
-    case NonFinitePolicy::Continue:
-      break;
+    case NonFinitePolicy::Skip: t.skip_step("non-finite " + what); break;
+    case NonFinitePolicy::Continue: break;
   }
 }
 

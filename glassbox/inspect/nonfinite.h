@@ -8,9 +8,9 @@
 //   // "non-finite loss at step 12 (epoch 0, batch 12): module "2" (ExpLayer) produced Inf in
 //   //  aten::exp from finite inputs (max |input| 3.1); samples 3, 17"
 //
-// Each step costs one host read of the loss and a copy of the CPU generator's state. When a value is non-finite the batch is replayed with the same RNG state
-// and the ForwardRecorder checking every op: the report names the first module, in forward
-// order, whose output became non-finite while its inputs were finite — or, when the forward was
+// Each step costs one host read of the loss and a copy of the CPU generator's state. When a value is non-finite the
+// batch is replayed with the same RNG state and the ForwardRecorder checking every op: the report names the first
+// module, in forward order, whose output became non-finite while its inputs were finite — or, when the forward was
 // finite, the first parameter (in backward order) whose gradient became non-finite — plus the
 // step and the dataset indices of the samples involved. Non-finite inputs are reported as such.
 // Policies: Stop (request_stop; the step is not applied), Skip (drop the step, go on),
@@ -48,17 +48,17 @@ struct NonFiniteEvent {
   // input: the batch itself; activation: a module's output; loss: the loss op; parameter: a
   // weight was already non-finite; gradient: backward produced it.
   std::string kind;
-  std::string layer;   // module path (or "<module>:<op>"), parameter name for kind "gradient"/"parameter"
-  std::string type;    // module type
-  std::string op;      // ATen op
+  std::string layer;  // module path (or "<module>:<op>"), parameter name for kind "gradient"/"parameter"
+  std::string type;   // module type
+  std::string op;     // ATen op
   std::vector<std::int64_t> shape;
-  std::int64_t nonfinite = 0;           // non-finite values in that output / gradient
-  double input_max_abs = 0;             // largest finite |input| of that op
-  std::vector<std::int64_t> samples;    // dataset indices of the batch
+  std::int64_t nonfinite = 0;             // non-finite values in that output / gradient
+  double input_max_abs = 0;               // largest finite |input| of that op
+  std::vector<std::int64_t> samples;      // dataset indices of the batch
   std::vector<std::int64_t> bad_samples;  // dataset indices whose rows carry the non-finite values
-  std::string parameter;                // kind gradient: first parameter in backward order
+  std::string parameter;                  // kind gradient: first parameter in backward order
   double loss = 0;
-  std::string message;                  // one line
+  std::string message;  // one line
   nlohmann::json to_json() const;
 };
 
@@ -75,8 +75,9 @@ struct RngSnapshot {
 // state, module buffers and .grad of every parameter are as before when it returns.
 // `precision` may be null (no autocast). `dataset_index` ([N] int64, may be undefined) maps the
 // batch's indices to the indices of the original data set (e.g. a SubsetDataset's indices()).
-NonFiniteEvent localise_nonfinite(train::TaskModule& task, const data::Batch& batch, const LayerMap& map, train::Precision* precision,
-                                  const RngSnapshot* rng = nullptr, const at::Tensor& dataset_index = {});
+NonFiniteEvent localise_nonfinite(train::TaskModule& task, const data::Batch& batch, const LayerMap& map,
+                                  train::Precision* precision, const RngSnapshot* rng = nullptr,
+                                  const at::Tensor& dataset_index = {});
 
 // Gradients are checked through the trainer's total gradient norm: on the steps where it is
 // computed anyway (logging, clipping, probes) or, with EveryStep, at every step (one more pass

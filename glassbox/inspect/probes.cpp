@@ -40,7 +40,8 @@ ProbeOptions ProbeOptions::from(const train::DiagnosticsOptions& d) {
 }
 
 nlohmann::json ProbeRecord::to_json() const {
-  nlohmann::json j = {{"step", step}, {"epoch", epoch}, {"batch_size", batch_size}, {"loss", num(loss)}, {"grad_norm", num(grad_norm)}};
+  nlohmann::json j = {
+      {"step", step}, {"epoch", epoch}, {"batch_size", batch_size}, {"loss", num(loss)}, {"grad_norm", num(grad_norm)}};
   j["activations"] = nlohmann::json::array();
   for (const auto& a : activations) {
     nlohmann::json aj = a.stats.to_json();
@@ -59,7 +60,8 @@ nlohmann::json ProbeRecord::to_json() const {
   return j;
 }
 
-ProbeCallback::ProbeCallback(ProbeOptions options, EventWriter* writer, std::filesystem::path jsonl, std::ostream* alerts)
+ProbeCallback::ProbeCallback(ProbeOptions options, EventWriter* writer, std::filesystem::path jsonl,
+                             std::ostream* alerts)
     : options_(options), writer_(writer), jsonl_path_(std::move(jsonl)), alert_out_(alerts) {}
 
 ProbeCallback::~ProbeCallback() = default;
@@ -102,7 +104,8 @@ void ProbeCallback::on_train_batch_start(train::Trainer& t, const data::Batch& b
   current_.epoch = t.current_epoch();
   current_.batch_size = batch.size();
   current_.grad_norm = NAN;
-  histogram_step_ = options_.histograms && writer_ != nullptr && t.global_step() % std::max<std::int64_t>(1, options_.histogram_every_n_steps) == 0;
+  histogram_step_ = options_.histograms && writer_ != nullptr &&
+                    t.global_step() % std::max<std::int64_t>(1, options_.histogram_every_n_steps) == 0;
   if (options_.activations) {
     RecorderOptions ro;
     ro.stats = true;
@@ -129,7 +132,8 @@ void ProbeCallback::on_before_optimizer_step(train::Trainer& t) {
     if (!exploding_raised_ && std::isfinite(g) && g > options_.grad_norm_high) {
       exploding_raised_ = true;
       raise({"exploding-gradients", step, "",
-             fmt::format("gradient norm {:.4g} at step {} is above {:g}: explosion is near (lower the learning rate or clip, e.g. "
+             fmt::format("gradient norm {:.4g} at step {} is above {:g}: explosion is near (lower the learning rate or "
+                         "clip, e.g. "
                          "trainer.gradient_clip_auto_steps = 100)",
                          g, step, options_.grad_norm_high)});
     }
@@ -139,7 +143,8 @@ void ProbeCallback::on_before_optimizer_step(train::Trainer& t) {
       if (std::isfinite(med) && med < options_.grad_norm_low) {
         vanishing_raised_ = true;
         raise({"vanishing-gradients", step, "",
-               fmt::format("median gradient norm {:.3g} over the last {} steps is below {:g}: the learning rate may be too small, or "
+               fmt::format("median gradient norm {:.3g} over the last {} steps is below {:g}: the learning rate may be "
+                           "too small, or "
                            "gradients vanish",
                            med, std::min<std::size_t>(grad_norms_.size(), 50), options_.grad_norm_low)});
       }
@@ -158,7 +163,8 @@ void ProbeCallback::on_before_optimizer_step(train::Trainer& t) {
     if (zero_grad_streak_[i] >= options_.dead_after_probes && !dead_raised_[i]) {
       dead_raised_[i] = true;
       raise({"dead-layer", step, ps.name,
-             fmt::format("parameter {} has had a constant gradient (std 0, |g| max {:.3g}) for {} probes up to step {}: the layer is dead",
+             fmt::format("parameter {} has had a constant gradient (std 0, |g| max {:.3g}) for {} probes up to step "
+                         "{}: the layer is dead",
                          ps.name, ps.grad.max_abs, zero_grad_streak_[i], step)});
     }
   }
@@ -224,7 +230,8 @@ void ProbeCallback::write_tensorboard(const ProbeRecord& r) {
     const auto& p = r.parameters[i];
     writer_->add_scalar("weight_norm/" + p.name, p.value.norm, r.step);
     if (p.has_grad) writer_->add_scalar("grad_norm/" + p.name, p.grad.norm, r.step);
-    if (i < r.update_ratio.size() && std::isfinite(r.update_ratio[i])) writer_->add_scalar("update_ratio/" + p.name, r.update_ratio[i], r.step);
+    if (i < r.update_ratio.size() && std::isfinite(r.update_ratio[i]))
+      writer_->add_scalar("update_ratio/" + p.name, r.update_ratio[i], r.step);
     if (histogram_step_) {
       writer_->add_histogram("weights/" + p.name, trainable_[i].tensor, r.step);
       const at::Tensor& g = trainable_[i].tensor.grad();
@@ -233,7 +240,8 @@ void ProbeCallback::write_tensorboard(const ProbeRecord& r) {
   }
   for (const auto& a : r.activations) {
     writer_->add_scalar("activation_std/" + a.layer, a.stats.std, r.step);
-    if (std::isfinite(a.stats.dead_fraction)) writer_->add_scalar("dead_fraction/" + a.layer, a.stats.dead_fraction, r.step);
+    if (std::isfinite(a.stats.dead_fraction))
+      writer_->add_scalar("dead_fraction/" + a.layer, a.stats.dead_fraction, r.step);
   }
 }
 

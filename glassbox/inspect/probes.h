@@ -43,17 +43,17 @@ namespace glassbox::inspect {
 class EventWriter;
 
 struct ProbeOptions {
-  std::int64_t every_n_steps = 50;   // 0: only the gradient-norm history
+  std::int64_t every_n_steps = 50;  // 0: only the gradient-norm history
   bool activations = true;
-  bool histograms = true;            // (with a writer) histograms of weights, gradients, activations
+  bool histograms = true;                       // (with a writer) histograms of weights, gradients, activations
   std::int64_t histogram_every_n_steps = 1000;  // on probe steps that are multiples of this
   bool grad_norm_every_step = false;
   std::int64_t dead_after_probes = 5;
   double grad_norm_low = 1e-2;
   double grad_norm_high = 100.0;
-  std::int64_t clip_steps = 100;     // K for suggested_clip()
-  std::int64_t images = 16;          // (with a writer) first training inputs as an image grid
-  std::size_t max_history = 2000;    // probe records kept in memory (oldest dropped)
+  std::int64_t clip_steps = 100;   // K for suggested_clip()
+  std::int64_t images = 16;        // (with a writer) first training inputs as an image grid
+  std::size_t max_history = 2000;  // probe records kept in memory (oldest dropped)
 
   static ProbeOptions from(const train::DiagnosticsOptions& d);
 };
@@ -61,7 +61,7 @@ struct ProbeOptions {
 struct LayerActivation {
   std::string layer;  // attributed name (see recorder.h)
   std::string op;
-  std::string type;   // module type, or "" for a function between modules
+  std::string type;  // module type, or "" for a function between modules
   std::vector<std::int64_t> shape;
   ActivationStats stats;
 };
@@ -71,7 +71,7 @@ struct ProbeRecord {
   std::int64_t epoch = 0;
   std::int64_t batch_size = 0;
   double loss = 0;
-  double grad_norm = 0;  // NaN when not computed
+  double grad_norm = 0;                      // NaN when not computed
   std::vector<LayerActivation> activations;  // forward order
   std::vector<ParameterStats> parameters;    // registration order (trainable ones)
   std::vector<double> update_ratio;          // per parameter; NaN when the step was skipped
@@ -79,17 +79,18 @@ struct ProbeRecord {
 };
 
 struct Alert {
-  std::string id;        // "exploding-gradients", "vanishing-gradients", "dead-layer"
+  std::string id;  // "exploding-gradients", "vanishing-gradients", "dead-layer"
   std::int64_t step = 0;
-  std::string where;     // a layer / parameter name, or ""
-  std::string message;   // one line with the numbers
+  std::string where;    // a layer / parameter name, or ""
+  std::string message;  // one line with the numbers
 };
 
 class ProbeCallback final : public train::Callback {
  public:
   // writer may be null (no TensorBoard); jsonl (may be empty) receives one ProbeRecord per line;
   // alerts (may be null) receives one line per alert as it is raised.
-  ProbeCallback(ProbeOptions options, EventWriter* writer = nullptr, std::filesystem::path jsonl = {}, std::ostream* alerts = nullptr);
+  ProbeCallback(ProbeOptions options, EventWriter* writer = nullptr, std::filesystem::path jsonl = {},
+                std::ostream* alerts = nullptr);
   ~ProbeCallback() override;
   std::string name() const override { return "ProbeCallback"; }
 

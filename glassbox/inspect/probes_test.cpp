@@ -1,12 +1,12 @@
 // The probes and the non-finite monitor inside real Trainer runs.
 #include "glassbox/inspect/probes.h"
 
-#include <gtest/gtest.h>
-#include <torch/torch.h>
-
 #include <cmath>
 #include <limits>
 #include <sstream>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include "glassbox/inspect/nonfinite.h"
 #include "glassbox/inspect/stats.h"
@@ -148,7 +148,8 @@ TEST(ProbeCallback, RecordsLayersParametersAndUpdatesEveryNSteps) {
     EXPECT_TRUE(r.parameters[i].has_grad);
     EXPECT_GT(r.parameters[i].grad.norm, 0.0);
     // SGD without momentum: ||dw|| = lr * ||g||.
-    EXPECT_NEAR(r.update_ratio[i] * r.parameters[i].value.norm, 0.05 * r.parameters[i].grad.norm, 1e-4 * r.parameters[i].value.norm);
+    EXPECT_NEAR(r.update_ratio[i] * r.parameters[i].value.norm, 0.05 * r.parameters[i].grad.norm,
+                1e-4 * r.parameters[i].value.norm);
   }
   // The total norm of the record is the root of the summed squares of the per-parameter norms.
   double sq = 0;
@@ -202,7 +203,8 @@ TEST(NonFiniteMonitor, NamesTheOverflowingLayerTheStepAndTheSample) {
   x = x * 0.1;
   x[70] = x[70] * 0 + 2000.0;  // sample 70 drives the exp layer to Inf; it is in batch 4
   auto data = make_data(x, y);
-  SeqTask task(torch::nn::Sequential(torch::nn::Linear(6, 12), torch::nn::ReLU(), ExpLayer(), torch::nn::Linear(12, 3)));
+  SeqTask task(
+      torch::nn::Sequential(torch::nn::Linear(6, 12), torch::nn::ReLU(), ExpLayer(), torch::nn::Linear(12, 3)));
   {
     torch::NoGradGuard ng;
     auto* first = task.module().modules(false)[0]->as<torch::nn::Linear>();
@@ -255,9 +257,11 @@ TEST(NonFiniteMonitor, FindsTheFirstParameterWithANonFiniteGradient) {
   auto data = make_data(x, y);
   // The forward is finite, the backward of the sqrt layer is Inf: the first parameters reached
   // in backward after it are those of module "1".
-  SeqTask task(torch::nn::Sequential(torch::nn::Linear(4, 6), torch::nn::Linear(6, 6), SqrtLayer(), torch::nn::Linear(6, 3)));
+  SeqTask task(
+      torch::nn::Sequential(torch::nn::Linear(4, 6), torch::nn::Linear(6, 6), SqrtLayer(), torch::nn::Linear(6, 3)));
   auto trainer = make_trainer(1);
-  auto cb = std::make_unique<NonFiniteMonitor>(NonFinitePolicy::Stop, nullptr, std::filesystem::path(), GradientCheck::EveryStep);
+  auto cb = std::make_unique<NonFiniteMonitor>(NonFinitePolicy::Stop, nullptr, std::filesystem::path(),
+                                               GradientCheck::EveryStep);
   NonFiniteMonitor* mon = cb.get();
   trainer.add_callback(std::move(cb));
   trainer.fit(task, data);

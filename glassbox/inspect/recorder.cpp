@@ -1,9 +1,9 @@
 #include "glassbox/inspect/recorder.h"
 
+#include <set>
+
 #include <ATen/record_function.h>
 #include <torch/torch.h>
-
-#include <set>
 
 #include "glassbox/base/error.h"
 #include "glassbox/inspect/stats.h"
@@ -19,12 +19,13 @@ thread_local int tl_depth = 0;
 // bf16 copy autocast feeds to linear); on activations they add no information.
 bool is_view_or_cast(const std::string& op) {
   static const std::set<std::string> ops = {
-      "aten::view",    "aten::reshape",   "aten::_reshape_alias", "aten::flatten",   "aten::unflatten", "aten::t",
-      "aten::transpose", "aten::permute", "aten::contiguous",     "aten::to",        "aten::_to_copy",  "aten::detach",
-      "aten::expand",  "aten::expand_as", "aten::unsqueeze",      "aten::squeeze",   "aten::alias",     "aten::clone",
-      "aten::type_as", "aten::as_strided", "aten::slice",         "aten::select",    "aten::narrow",    "aten::numpy_T",
-      "aten::mT",      "aten::view_as",   "aten::reshape_as",     "aten::lift_fresh", "aten::split",    "aten::chunk",
-      "aten::unbind",  "aten::resolve_conj", "aten::resolve_neg"};
+      "aten::view",     "aten::reshape",      "aten::_reshape_alias", "aten::flatten",    "aten::unflatten",
+      "aten::t",        "aten::transpose",    "aten::permute",        "aten::contiguous", "aten::to",
+      "aten::_to_copy", "aten::detach",       "aten::expand",         "aten::expand_as",  "aten::unsqueeze",
+      "aten::squeeze",  "aten::alias",        "aten::clone",          "aten::type_as",    "aten::as_strided",
+      "aten::slice",    "aten::select",       "aten::narrow",         "aten::numpy_T",    "aten::mT",
+      "aten::view_as",  "aten::reshape_as",   "aten::lift_fresh",     "aten::split",      "aten::chunk",
+      "aten::unbind",   "aten::resolve_conj", "aten::resolve_neg"};
   return ops.count(op) > 0;
 }
 
@@ -105,7 +106,8 @@ void ForwardRecorder::stop() {
   derived_.clear();
 }
 
-std::unique_ptr<ForwardRecorder::Pending> ForwardRecorder::on_start(const char* name, c10::ArrayRef<const c10::IValue> inputs) {
+std::unique_ptr<ForwardRecorder::Pending> ForwardRecorder::on_start(const char* name,
+                                                                    c10::ArrayRef<const c10::IValue> inputs) {
   if (records_.size() >= options_.max_ops) return nullptr;
   at::DisableRecordFunctionGuard no_record;
   torch::NoGradGuard no_grad;
@@ -212,7 +214,8 @@ void ForwardRecorder::on_end(Pending& p, const std::vector<c10::IValue>& outputs
     at::Tensor bad = ~torch::isfinite(out.detach());
     r.nonfinite = bad.sum().item<std::int64_t>();
     r.output_finite = r.nonfinite == 0;
-    if (!r.output_finite && out.dim() >= 1) r.bad_rows = bad.reshape({out.size(0), -1}).any(1).nonzero().flatten().cpu();
+    if (!r.output_finite && out.dim() >= 1)
+      r.bad_rows = bad.reshape({out.size(0), -1}).any(1).nonzero().flatten().cpu();
   }
   if (options_.stats) r.stats = activation_stats_row(out);
   if (options_.keep_outputs) r.output = out.detach().clone();

@@ -36,28 +36,28 @@ struct OpRecord {
   int unit = -1;           // index into LayerMap::units(); -1 for a function between modules
   std::vector<std::int64_t> shape;
   std::string dtype;
-  bool inputs_finite = true;  // (check_finite) every floating input was finite
-  bool output_finite = true;  // (check_finite)
-  std::int64_t nonfinite = 0; // (check_finite) non-finite values in the output
-  at::Tensor bad_rows;        // (check_finite) [k] int64 rows of dim 0 holding a non-finite value
-  at::Tensor stats;           // (stats) [kActivationStats] float64 on the output's device
-  at::Tensor output;          // (keep_outputs) the output, detached
-  double input_max_abs = 0;   // (check_finite) largest |value| among the floating inputs
+  bool inputs_finite = true;   // (check_finite) every floating input was finite
+  bool output_finite = true;   // (check_finite)
+  std::int64_t nonfinite = 0;  // (check_finite) non-finite values in the output
+  at::Tensor bad_rows;         // (check_finite) [k] int64 rows of dim 0 holding a non-finite value
+  at::Tensor stats;            // (stats) [kActivationStats] float64 on the output's device
+  at::Tensor output;           // (keep_outputs) the output, detached
+  double input_max_abs = 0;    // (check_finite) largest |value| among the floating inputs
 };
 
 struct RecorderOptions {
-  bool stats = true;           // activation statistics of each op output (no host sync)
-  bool check_finite = false;   // NaN/Inf checks of inputs and outputs (host syncs: replay only)
-  bool keep_outputs = false;   // keep each output tensor (memory!)
-  bool skip_views = true;      // do not record view/cast ops on activations (they add nothing)
-  std::size_t max_ops = 20000; // stop recording after this many ops
-  bool track_in_flight = false; // remember the running op (to name the one that throws)
+  bool stats = true;             // activation statistics of each op output (no host sync)
+  bool check_finite = false;     // NaN/Inf checks of inputs and outputs (host syncs: replay only)
+  bool keep_outputs = false;     // keep each output tensor (memory!)
+  bool skip_views = true;        // do not record view/cast ops on activations (they add nothing)
+  std::size_t max_ops = 20000;   // stop recording after this many ops
+  bool track_in_flight = false;  // remember the running op (to name the one that throws)
 };
 
 // The op that started but did not finish (it threw): its module and its inputs.
 struct InFlightOp {
   std::string op;
-  std::string layer;   // module path, or "" when no parameter of a module was among the inputs
+  std::string layer;  // module path, or "" when no parameter of a module was among the inputs
   std::string type;
   std::string inputs;  // "float32 cpu [64, 784], float64 cpu [10, 784]"
 };
@@ -97,7 +97,7 @@ class ForwardRecorder {
   // Casts/views of parameters -> unit. The tensors are held so that their TensorImpl addresses
   // cannot be reused by later activations while recording.
   std::unordered_map<const c10::TensorImpl*, std::pair<at::Tensor, int>> derived_;
-  int cursor_ = -1;      // the unit that ran last
+  int cursor_ = -1;  // the unit that ran last
   InFlightOp in_flight_;
 };
 

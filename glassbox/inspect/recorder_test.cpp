@@ -1,11 +1,11 @@
 #include "glassbox/inspect/recorder.h"
 
-#include <gtest/gtest.h>
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include "glassbox/inspect/layer_map.h"
 #include "glassbox/inspect/stats.h"
@@ -20,7 +20,9 @@ std::vector<std::string> layer_names(const ForwardRecorder& rec) {
   return out;
 }
 
-bool contains(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 // A parameterless module of the user's own kind, in the middle of a Sequential.
 struct ExpLayerImpl : torch::nn::Cloneable<ExpLayerImpl> {
@@ -49,7 +51,8 @@ TEST(LayerMap, UnitsAndOwners) {
     EXPECT_EQ(p.name.rfind(map.units()[static_cast<std::size_t>(p.unit)].path + ".", 0), 0u) << p.name;
     EXPECT_EQ(map.owner(p.tensor.unsafeGetTensorImpl()), p.unit);
   }
-  const auto& act = *std::find_if(map.units().begin(), map.units().end(), [](const Unit& u) { return u.path == "body.act0"; });
+  const auto& act =
+      *std::find_if(map.units().begin(), map.units().end(), [](const Unit& u) { return u.path == "body.act0"; });
   EXPECT_EQ(act.type, "ReLU");
   EXPECT_TRUE(act.known_kind);
   EXPECT_EQ(map.owner(torch::zeros({1}).unsafeGetTensorImpl()), -1);
@@ -69,7 +72,7 @@ TEST(ForwardRecorder, AttributesMlpOpsToModulesInForwardOrder) {
   at::Tensor y = model->forward(x);
   rec.stop();
   const auto names = layer_names(rec);
-  const std::vector<std::string> want = {"body.fc0", "body.bn0", "body.act0", "body.drop0", "body.fc1",
+  const std::vector<std::string> want = {"body.fc0", "body.bn0",  "body.act0",  "body.drop0", "body.fc1",
                                          "body.bn1", "body.act1", "body.drop1", "body.head"};
   ASSERT_GE(names.size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(names[i], want[i]) << i;

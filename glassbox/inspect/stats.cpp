@@ -14,7 +14,11 @@ namespace {
 nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 nlohmann::json summary_json(const TensorSummary& s) {
-  return {{"norm", num(s.norm)}, {"std", num(s.std)}, {"max_abs", num(s.max_abs)}, {"mean", num(s.mean)}, {"nonfinite", s.nonfinite}};
+  return {{"norm", num(s.norm)},
+          {"std", num(s.std)},
+          {"max_abs", num(s.max_abs)},
+          {"mean", num(s.mean)},
+          {"nonfinite", s.nonfinite}};
 }
 
 // The CPU path: two branch-free passes over the values (count, sum, min, max and zeros of the
@@ -75,7 +79,8 @@ at::Tensor activation_stats_cpu(const at::Tensor& x) {
     for (std::int64_t b = 0; b < batch; ++b) {
       const T* row = d + b * channels * inner;
       if (inner == 1) {
-        for (std::int64_t ch = 0; ch < channels; ++ch) alive[static_cast<std::size_t>(ch)] |= static_cast<unsigned char>(row[ch] > T(0));
+        for (std::int64_t ch = 0; ch < channels; ++ch)
+          alive[static_cast<std::size_t>(ch)] |= static_cast<unsigned char>(row[ch] > T(0));
       } else {
         for (std::int64_t ch = 0; ch < channels; ++ch) {
           const T* p = row + ch * inner;
@@ -130,14 +135,16 @@ at::Tensor activation_stats_row(const at::Tensor& t) {
   if (x.numel() == 0) return torch::zeros({kActivationStats}, dopts);
   if (!x.is_floating_point()) x = x.to(torch::kFloat);
   if (x.scalar_type() != torch::kFloat && x.scalar_type() != torch::kDouble) x = x.to(torch::kFloat);
-  if (x.device().is_cpu()) return x.scalar_type() == torch::kDouble ? activation_stats_cpu<double>(x) : activation_stats_cpu<float>(x);
+  if (x.device().is_cpu())
+    return x.scalar_type() == torch::kDouble ? activation_stats_cpu<double>(x) : activation_stats_cpu<float>(x);
   // Elsewhere: reductions that stay on the device (no sync per layer).
   at::Tensor finite = torch::isfinite(x);
   at::Tensor zero = torch::zeros({}, x.options());
   at::Tensor n = finite.sum().to(torch::kDouble);
   at::Tensor xf = torch::where(finite, x, zero);
   at::Tensor mean = xf.sum(torch::kDouble) / n.clamp_min(1);
-  at::Tensor var = torch::where(finite, (xf.to(torch::kDouble) - mean).square(), torch::zeros({}, dopts)).sum() / n.clamp_min(1);
+  at::Tensor var =
+      torch::where(finite, (xf.to(torch::kDouble) - mean).square(), torch::zeros({}, dopts)).sum() / n.clamp_min(1);
   const double inf = std::numeric_limits<double>::infinity();
   at::Tensor mn = torch::where(finite, x, torch::full({}, inf, x.options())).min().to(torch::kDouble);
   at::Tensor mx = torch::where(finite, x, torch::full({}, -inf, x.options())).max().to(torch::kDouble);
@@ -189,7 +196,8 @@ std::vector<ParameterStats> parameter_stats(const std::vector<NamedTensor>& para
     out[i].has_grad = g.defined();
     if (g.defined()) all.push_back(g);
   }
-  std::vector<at::Tensor> sums, mins, maxs, wide;  // wide: half/bfloat16 upcast for the norm (a bf16 norm keeps 3 digits)
+  std::vector<at::Tensor> sums, mins, maxs,
+      wide;  // wide: half/bfloat16 upcast for the norm (a bf16 norm keeps 3 digits)
   wide.reserve(all.size());
   for (const auto& t : all) wide.push_back(t.element_size() < 4 ? t.to(torch::kFloat) : t);
   sums.reserve(all.size());
@@ -208,8 +216,10 @@ std::vector<ParameterStats> parameter_stats(const std::vector<NamedTensor>& para
     mins.push_back(lo);
     maxs.push_back(hi);
   }
-  at::Tensor max_abs = torch::maximum(torch::stack(mins).to(torch::kDouble).neg(), torch::stack(maxs).to(torch::kDouble));
-  at::Tensor host = torch::cat({torch::stack(at::_foreach_norm(wide, 2)).to(torch::kDouble), max_abs, torch::stack(sums).to(torch::kDouble)})
+  at::Tensor max_abs =
+      torch::maximum(torch::stack(mins).to(torch::kDouble).neg(), torch::stack(maxs).to(torch::kDouble));
+  at::Tensor host = torch::cat({torch::stack(at::_foreach_norm(wide, 2)).to(torch::kDouble), max_abs,
+                                torch::stack(sums).to(torch::kDouble)})
                         .to(torch::kCPU)
                         .contiguous();
   const double* d = host.data_ptr<double>();
@@ -223,7 +233,8 @@ std::vector<ParameterStats> parameter_stats(const std::vector<NamedTensor>& para
     s.mean /= numel;
     s.std = std::sqrt(std::max(0.0, s.norm * s.norm / numel - s.mean * s.mean));
     // Only a tensor with a NaN/Inf has a non-finite norm: count those values then (rare).
-    if (!std::isfinite(s.norm)) s.nonfinite = static_cast<double>(all[k].numel()) - torch::isfinite(all[k]).sum().item<double>();
+    if (!std::isfinite(s.norm))
+      s.nonfinite = static_cast<double>(all[k].numel()) - torch::isfinite(all[k]).sum().item<double>();
     return s;
   };
   std::size_t gk = params.size();

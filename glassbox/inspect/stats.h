@@ -25,7 +25,7 @@ struct ActivationStats {
   // Share of units (channels: dim 1) never positive over the whole batch (and all positions):
   // after a ReLU these units pass no gradient. NaN for outputs without a unit dimension.
   double dead_fraction = 0;
-  double nonfinite = 0;      // count of NaN/Inf values
+  double nonfinite = 0;  // count of NaN/Inf values
   double numel = 0;
   nlohmann::json to_json() const;
 };
@@ -45,7 +45,7 @@ struct ParameterStats {
   std::string name;
   std::int64_t numel = 0;
   TensorSummary value;
-  TensorSummary grad;     // all zero with has_grad = false when the parameter has no gradient
+  TensorSummary grad;  // all zero with has_grad = false when the parameter has no gradient
   bool has_grad = false;
   nlohmann::json to_json() const;
 };

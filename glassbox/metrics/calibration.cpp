@@ -17,13 +17,19 @@ nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlo
 nlohmann::json Calibration::to_json() const {
   nlohmann::json rel = nlohmann::json::array();
   for (const auto& b : bins)
-    rel.push_back({{"lower", b.lower}, {"upper", b.upper}, {"count", b.count}, {"accuracy", num(b.accuracy)}, {"confidence", num(b.confidence)}});
-  return {{"ece", ece}, {"ece_float64", ece_float64}, {"mce", mce}, {"bins", num_bins}, {"norm", "l1"}, {"reliability", rel}};
+    rel.push_back({{"lower", b.lower},
+                   {"upper", b.upper},
+                   {"count", b.count},
+                   {"accuracy", num(b.accuracy)},
+                   {"confidence", num(b.confidence)}});
+  return {{"ece", ece},   {"ece_float64", ece_float64}, {"mce", mce}, {"bins", num_bins},
+          {"norm", "l1"}, {"reliability", rel}};
 }
 
 Calibration calibration(const at::Tensor& probs, const at::Tensor& labels, std::int64_t num_bins) {
   GB_CHECK(probs.dim() == 2 && labels.dim() == 1 && probs.size(0) == labels.size(0), InvalidArgument,
-           "calibration needs probabilities [N, K] and labels [N], got " << probs.sizes() << " and " << labels.sizes(), "pass one row per label");
+           "calibration needs probabilities [N, K] and labels [N], got " << probs.sizes() << " and " << labels.sizes(),
+           "pass one row per label");
   GB_CHECK(num_bins >= 1, InvalidArgument, "calibration needs at least one bin, got " << num_bins, "use 15");
   torch::NoGradGuard no_grad;
   const at::Tensor p = probs.to(torch::kCPU).to(torch::kDouble);
@@ -75,7 +81,8 @@ Calibration calibration(const at::Tensor& probs, const at::Tensor& labels, std::
     ReliabilityBin rb;
     rb.lower = static_cast<double>(b) / static_cast<double>(num_bins);
     rb.upper = static_cast<double>(b + 1) / static_cast<double>(num_bins);
-    double k = cnt[static_cast<std::size_t>(b)], cs = csum[static_cast<std::size_t>(b)], as = asum[static_cast<std::size_t>(b)];
+    double k = cnt[static_cast<std::size_t>(b)], cs = csum[static_cast<std::size_t>(b)],
+           as = asum[static_cast<std::size_t>(b)];
     if (b == num_bins - 1) {  // the [1, 1] bin joins the last one
       k += cnt.back();
       cs += csum.back();

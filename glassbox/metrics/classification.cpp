@@ -31,7 +31,8 @@ std::vector<std::size_t> thin(std::size_t n, std::size_t limit) {
     for (std::size_t i = 0; i < n; ++i) idx.push_back(i);
     return idx;
   }
-  for (std::size_t j = 0; j < limit; ++j) idx.push_back(static_cast<std::size_t>(std::llround(static_cast<double>(j) * (n - 1) / (limit - 1))));
+  for (std::size_t j = 0; j < limit; ++j)
+    idx.push_back(static_cast<std::size_t>(std::llround(static_cast<double>(j) * (n - 1) / (limit - 1))));
   return idx;
 }
 
@@ -50,10 +51,12 @@ BinaryCurve one_vs_rest_curve(const ClassificationInput& in, std::int64_t c) {
 }  // namespace
 
 ClassificationInput classification_input(const at::Tensor& labels, const at::Tensor& probs) {
-  GB_CHECK(labels.dim() == 1 && probs.dim() == 2 && labels.size(0) == probs.size(0), InvalidArgument,
-           "classification metrics need labels [N] and scores [N, K], got " << labels.sizes() << " and " << probs.sizes(),
-           "pass one row of class scores per label");
-  GB_CHECK(!labels.is_floating_point(), InvalidArgument, "labels must be integers, got " << labels.scalar_type(), "pass class indices");
+  GB_CHECK(
+      labels.dim() == 1 && probs.dim() == 2 && labels.size(0) == probs.size(0), InvalidArgument,
+      "classification metrics need labels [N] and scores [N, K], got " << labels.sizes() << " and " << probs.sizes(),
+      "pass one row of class scores per label");
+  GB_CHECK(!labels.is_floating_point(), InvalidArgument, "labels must be integers, got " << labels.scalar_type(),
+           "pass class indices");
   ClassificationInput in;
   in.num_classes = probs.size(1);
   const at::Tensor l = labels.to(torch::kCPU, torch::kLong).contiguous();
@@ -78,10 +81,12 @@ double top_k_accuracy(const ClassificationInput& in, std::int64_t k) {
   return static_cast<double>(hits) / static_cast<double>(n);
 }
 
-std::vector<double> balanced_class_weights(const std::vector<std::int64_t>& labels, std::int64_t num_classes, std::vector<std::string>* notes) {
+std::vector<double> balanced_class_weights(const std::vector<std::int64_t>& labels, std::int64_t num_classes,
+                                           std::vector<std::string>* notes) {
   std::vector<double> counts(static_cast<std::size_t>(num_classes), 0.0);
   for (std::int64_t y : labels) {
-    GB_CHECK(y >= 0 && y < num_classes, InvalidArgument, "label " << y << " is outside 0.." << num_classes - 1, "check the labels");
+    GB_CHECK(y >= 0 && y < num_classes, InvalidArgument, "label " << y << " is outside 0.." << num_classes - 1,
+             "check the labels");
     counts[static_cast<std::size_t>(y)] += 1;
   }
   double present = 0;
@@ -96,17 +101,20 @@ std::vector<double> balanced_class_weights(const std::vector<std::int64_t>& labe
     }
   }
   if (notes != nullptr && !absent.empty())
-    notes->push_back(fmt::format("class weights: class(es) {} never occur; their weight is 0 (sklearn's compute_class_weight refuses them)",
-                                 fmt::join(absent, ", ")));
+    notes->push_back(fmt::format(
+        "class weights: class(es) {} never occur; their weight is 0 (sklearn's compute_class_weight refuses them)",
+        fmt::join(absent, ", ")));
   return w;
 }
 
 ClassificationReport classification_report(const ClassificationInput& in) {
   const std::int64_t k = in.num_classes;
-  GB_CHECK(k >= 2, InvalidArgument, "classification metrics need at least 2 classes, got " << k, "check the model's output width");
+  GB_CHECK(k >= 2, InvalidArgument, "classification metrics need at least 2 classes, got " << k,
+           "check the model's output width");
   const std::int64_t n = static_cast<std::int64_t>(in.labels.size());
   GB_CHECK(static_cast<std::int64_t>(in.scores.size()) == n * k, InvalidArgument,
-           "classification metrics: " << n << " labels need " << n * k << " scores, got " << in.scores.size(), "pass [N, K] scores");
+           "classification metrics: " << n << " labels need " << n * k << " scores, got " << in.scores.size(),
+           "pass [N, K] scores");
   ClassificationReport r;
   r.num_samples = n;
   r.num_classes = k;
@@ -115,8 +123,10 @@ ClassificationReport classification_report(const ClassificationInput& in) {
   r.predicted.resize(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t y = in.labels[static_cast<std::size_t>(i)];
-    GB_CHECK(y >= 0 && y < k, InvalidArgument, "label " << y << " of sample " << i << " is outside 0.." << k - 1 << " (the model has " << k << " outputs)",
-             "check data.num_classes and the labels");
+    GB_CHECK(
+        y >= 0 && y < k, InvalidArgument,
+        "label " << y << " of sample " << i << " is outside 0.." << k - 1 << " (the model has " << k << " outputs)",
+        "check data.num_classes and the labels");
     const double* s = in.scores.data() + i * k;
     std::int64_t best = 0;
     for (std::int64_t j = 1; j < k; ++j)
@@ -167,7 +177,8 @@ ClassificationReport classification_report(const ClassificationInput& in) {
   if (k == 2) {
     r.top_k.emplace_back(1, r.accuracy);
   } else {
-    for (std::int64_t kk = 1; kk <= std::min<std::int64_t>(5, k - 1); ++kk) r.top_k.emplace_back(kk, top_k_accuracy(in, kk));
+    for (std::int64_t kk = 1; kk <= std::min<std::int64_t>(5, k - 1); ++kk)
+      r.top_k.emplace_back(kk, top_k_accuracy(in, kk));
   }
 
   // One-vs-rest ranking metrics on each class's score column.
@@ -186,13 +197,15 @@ ClassificationReport classification_report(const ClassificationInput& in) {
       ++r.roc_auc_defined;
     }
   }
-  r.roc_auc_macro_defined = r.roc_auc_defined > 0 ? auc_sum / static_cast<double>(r.roc_auc_defined) : std::numeric_limits<double>::quiet_NaN();
+  r.roc_auc_macro_defined = r.roc_auc_defined > 0 ? auc_sum / static_cast<double>(r.roc_auc_defined)
+                                                  : std::numeric_limits<double>::quiet_NaN();
   r.roc_auc_macro = auc_undefined.empty() ? r.roc_auc_macro_defined : std::numeric_limits<double>::quiet_NaN();
   if (k == 2) r.roc_auc_macro = r.per_class[1].roc_auc;  // sklearn's binary roc_auc_score on the class-1 score
   if (!auc_undefined.empty())
-    r.notes.push_back(fmt::format("ROC AUC is undefined for class(es) {} (they never occur, or every sample is one), so the macro ROC AUC "
-                                  "is undefined as in sklearn; over the other {} classes it is {:.6f}",
-                                  fmt::join(auc_undefined, ", "), r.roc_auc_defined, r.roc_auc_macro_defined));
+    r.notes.push_back(fmt::format(
+        "ROC AUC is undefined for class(es) {} (they never occur, or every sample is one), so the macro ROC AUC "
+        "is undefined as in sklearn; over the other {} classes it is {:.6f}",
+        fmt::join(auc_undefined, ", "), r.roc_auc_defined, r.roc_auc_macro_defined));
 
   std::int64_t most = 0, least = std::numeric_limits<std::int64_t>::max();
   for (std::int64_t c = 0; c < k; ++c) {
@@ -201,8 +214,11 @@ ClassificationReport classification_report(const ClassificationInput& in) {
     most = std::max(most, s);
     if (s > 0) least = std::min(least, s);
   }
-  r.majority_accuracy = n > 0 ? static_cast<double>(r.per_class[static_cast<std::size_t>(r.majority_class)].support) / static_cast<double>(n) : 0.0;
-  r.imbalance_ratio = least == std::numeric_limits<std::int64_t>::max() ? 0.0 : static_cast<double>(most) / static_cast<double>(least);
+  r.majority_accuracy = n > 0 ? static_cast<double>(r.per_class[static_cast<std::size_t>(r.majority_class)].support) /
+                                    static_cast<double>(n)
+                              : 0.0;
+  r.imbalance_ratio =
+      least == std::numeric_limits<std::int64_t>::max() ? 0.0 : static_cast<double>(most) / static_cast<double>(least);
   return r;
 }
 
@@ -215,16 +231,22 @@ std::string imbalance_warning(const ClassificationReport& r, const std::vector<s
   const bool near_baseline = r.accuracy - r.majority_accuracy < 0.5 * (1.0 - r.majority_accuracy);
   const bool hides_classes = r.accuracy - balanced > 0.1;
   if (!near_baseline && !hides_classes) return "";
-  const std::string name = static_cast<std::size_t>(r.majority_class) < names.size() ? names[static_cast<std::size_t>(r.majority_class)]
-                                                                                     : std::to_string(r.majority_class);
-  return fmt::format("accuracy {:.4f} is misleading on this imbalanced split (largest/smallest class {:.1f}x): always predicting class {} "
-                     "('{}') scores {:.4f}; the mean per-class recall (balanced accuracy) is {:.4f} — read the per-class recall and F1, or "
-                     "train with balanced class weights (loss.class_weights)",
-                     r.accuracy, r.imbalance_ratio, r.majority_class, name, r.majority_accuracy, balanced);
+  const std::string name = static_cast<std::size_t>(r.majority_class) < names.size()
+                               ? names[static_cast<std::size_t>(r.majority_class)]
+                               : std::to_string(r.majority_class);
+  return fmt::format(
+      "accuracy {:.4f} is misleading on this imbalanced split (largest/smallest class {:.1f}x): always predicting "
+      "class {} "
+      "('{}') scores {:.4f}; the mean per-class recall (balanced accuracy) is {:.4f} — read the per-class recall and "
+      "F1, or "
+      "train with balanced class weights (loss.class_weights)",
+      r.accuracy, r.imbalance_ratio, r.majority_class, name, r.majority_accuracy, balanced);
 }
 
 nlohmann::json ClassificationReport::to_json(const std::vector<std::string>& names) const {
-  auto name_of = [&](std::int64_t c) { return static_cast<std::size_t>(c) < names.size() ? names[static_cast<std::size_t>(c)] : std::to_string(c); };
+  auto name_of = [&](std::int64_t c) {
+    return static_cast<std::size_t>(c) < names.size() ? names[static_cast<std::size_t>(c)] : std::to_string(c);
+  };
   nlohmann::json j;
   j["num_samples"] = num_samples;
   j["num_classes"] = num_classes;
@@ -236,12 +258,16 @@ nlohmann::json ClassificationReport::to_json(const std::vector<std::string>& nam
   nlohmann::json tk = nlohmann::json::object();
   for (const auto& [kk, v] : top_k) tk[std::to_string(kk)] = v;
   j["top_k_accuracy"] = tk;
-  j["majority_baseline"] = {{"class", majority_class}, {"name", name_of(majority_class)}, {"accuracy", majority_accuracy}};
+  j["majority_baseline"] = {
+      {"class", majority_class}, {"name", name_of(majority_class)}, {"accuracy", majority_accuracy}};
   const std::string warning = imbalance_warning(*this, names);
-  j["imbalance"] = {{"max_to_min_ratio", num(imbalance_ratio)}, {"warning", warning.empty() ? nlohmann::json(nullptr) : nlohmann::json(warning)}};
+  j["imbalance"] = {{"max_to_min_ratio", num(imbalance_ratio)},
+                    {"warning", warning.empty() ? nlohmann::json(nullptr) : nlohmann::json(warning)}};
   j["confusion_matrix"] = confusion;
   nlohmann::json pc = nlohmann::json::array();
-  nlohmann::json und = {{"precision", nlohmann::json::array()}, {"recall", nlohmann::json::array()}, {"f1", nlohmann::json::array()},
+  nlohmann::json und = {{"precision", nlohmann::json::array()},
+                        {"recall", nlohmann::json::array()},
+                        {"f1", nlohmann::json::array()},
                         {"roc_auc", nlohmann::json::array()}};
   for (std::int64_t c = 0; c < num_classes; ++c) {
     const ClassMetrics& m = per_class[static_cast<std::size_t>(c)];
@@ -261,7 +287,9 @@ nlohmann::json ClassificationReport::to_json(const std::vector<std::string>& nam
   }
   j["per_class"] = pc;
   j["undefined"] = und;
-  auto prf = [](const PrfScores& s) { return nlohmann::json{{"precision", s.precision}, {"recall", s.recall}, {"f1", s.f1}}; };
+  auto prf = [](const PrfScores& s) {
+    return nlohmann::json{{"precision", s.precision}, {"recall", s.recall}, {"f1", s.f1}};
+  };
   j["averages"] = {{"micro", prf(micro)}, {"macro", prf(macro)}, {"weighted", prf(weighted)}};
   j["average_precision_macro"] = average_precision_macro;
   j["roc_auc_ovr_macro"] = num(roc_auc_macro);

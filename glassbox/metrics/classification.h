@@ -59,19 +59,19 @@ struct ClassMetrics {
 struct ClassificationReport {
   std::int64_t num_samples = 0;
   std::int64_t num_classes = 0;
-  std::vector<std::int64_t> predicted;                  // [N] argmax
-  std::vector<std::vector<std::int64_t>> confusion;     // [K][K], rows true, columns predicted
-  std::vector<ClassMetrics> per_class;                  // [K]
+  std::vector<std::int64_t> predicted;               // [N] argmax
+  std::vector<std::vector<std::int64_t>> confusion;  // [K][K], rows true, columns predicted
+  std::vector<ClassMetrics> per_class;               // [K]
   PrfScores micro, macro, weighted;
   double accuracy = 0;
-  std::vector<std::pair<std::int64_t, double>> top_k;   // (k, accuracy) for k = 1 .. min(5, K - 1)
+  std::vector<std::pair<std::int64_t, double>> top_k;  // (k, accuracy) for k = 1 .. min(5, K - 1)
   double average_precision_macro = 0;
-  double roc_auc_macro = 0;                             // sklearn's macro OvR: NaN when any class's is undefined
-  double roc_auc_macro_defined = 0;                     // the mean over the classes where it is defined
-  std::int64_t roc_auc_defined = 0;                     // classes in that mean
-  std::int64_t majority_class = 0;                      // most frequent true class (lowest index on ties)
-  double majority_accuracy = 0;                         // accuracy of always predicting it
-  double imbalance_ratio = 0;                           // largest / smallest non-zero class support
+  double roc_auc_macro = 0;          // sklearn's macro OvR: NaN when any class's is undefined
+  double roc_auc_macro_defined = 0;  // the mean over the classes where it is defined
+  std::int64_t roc_auc_defined = 0;  // classes in that mean
+  std::int64_t majority_class = 0;   // most frequent true class (lowest index on ties)
+  double majority_accuracy = 0;      // accuracy of always predicting it
+  double imbalance_ratio = 0;        // largest / smallest non-zero class support
   std::vector<std::string> notes;
 
   nlohmann::json to_json(const std::vector<std::string>& class_names) const;

@@ -2,13 +2,12 @@
 // fairlearn (tests/reference/*_ref.py run in the project's .venv) on the same predictions.
 #include "glassbox/metrics/classification.h"
 
-#include <gtest/gtest.h>
-#include <torch/torch.h>
-
 #include <cmath>
 #include <fstream>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <torch/torch.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/metrics/calibration.h"
@@ -32,13 +31,13 @@ TEST(Ranking, AveragePrecisionAndRocAucOnAHandWorkedExample) {
   EXPECT_EQ(average_precision(binary_curve({0, 0}, {0.1, 0.2})), 0.0);
 }
 
-
 // A minimal .npy writer (the metrics module cannot reach data/npy.h): little-endian C order.
 void write_npy_file(const std::string& path, const at::Tensor& t) {
   const at::Tensor c = t.contiguous();
   const std::string descr = c.scalar_type() == torch::kDouble ? "<f8" : "<i8";
   std::string shape = "(";
-  for (std::int64_t d = 0; d < c.dim(); ++d) shape += std::to_string(c.size(d)) + (c.dim() == 1 ? "," : (d + 1 < c.dim() ? ", " : ""));
+  for (std::int64_t d = 0; d < c.dim(); ++d)
+    shape += std::to_string(c.size(d)) + (c.dim() == 1 ? "," : (d + 1 < c.dim() ? ", " : ""));
   shape += ")";
   std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
@@ -80,14 +79,16 @@ std::vector<PredictionSet> prediction_sets() {
   }
   {  // tied scores everywhere: rows drawn from a few quantised patterns (exact in binary)
     at::Tensor pick = torch::randint(0, 6, {400}, gen, torch::kLong);
-    at::Tensor table = torch::tensor(std::vector<double>{0.25, 0.25, 0.25, 0.25, 0.5, 0.5, 0, 0, 0.5, 0.25, 0.25, 0, 0, 0.5, 0.25, 0.25, 0.125, 0.375,
-                                                         0.375, 0.125, 1, 0, 0, 0},
-                                     torch::kDouble)
-                         .view({6, 4});
+    at::Tensor table =
+        torch::tensor(std::vector<double>{0.25, 0.25, 0.25, 0.25, 0.5,   0.5,   0,     0,     0.5, 0.25, 0.25, 0,
+                                          0,    0.5,  0.25, 0.25, 0.125, 0.375, 0.375, 0.125, 1,   0,    0,    0},
+                      torch::kDouble)
+            .view({6, 4});
     sets.push_back({"ties", torch::randint(0, 4, {400}, gen, torch::kLong), table.index_select(0, pick)});
   }
   {  // heavily imbalanced, over-confident (many rows with confidence exactly 1)
-    at::Tensor y = (torch::rand({1000}, gen, torch::kDouble) > 0.9).to(torch::kLong) + (torch::rand({1000}, gen, torch::kDouble) > 0.97).to(torch::kLong);
+    at::Tensor y = (torch::rand({1000}, gen, torch::kDouble) > 0.9).to(torch::kLong) +
+                   (torch::rand({1000}, gen, torch::kDouble) > 0.97).to(torch::kLong);
     at::Tensor s = torch::rand({1000, 3}, gen, torch::kDouble).pow(4);
     s.select(1, 0).add_(0.6);
     at::Tensor p = normalise_rows(s);
@@ -122,7 +123,8 @@ TEST(MetricsReference, AgreeWithScikitLearnAndTorchmetricsOnSixPredictionSets) {
     write_npy_file((dir / "y.npy").string(), set.labels);
     write_npy_file((dir / "p.npy").string(), set.probs);
     const auto ref = nlohmann::json::parse(testing::run_python(
-        "tests/reference/metrics_ref.py", {"--labels", (dir / "y.npy").string(), "--probs", (dir / "p.npy").string(), "--num-classes", std::to_string(k)}));
+        "tests/reference/metrics_ref.py", {"--labels", (dir / "y.npy").string(), "--probs", (dir / "p.npy").string(),
+                                           "--num-classes", std::to_string(k)}));
     const ClassificationInput in = classification_input(set.labels, set.probs);
     const ClassificationReport r = classification_report(in);
     // Counts: exact.
@@ -151,7 +153,8 @@ TEST(MetricsReference, AgreeWithScikitLearnAndTorchmetricsOnSixPredictionSets) {
     expect_vec_near(ref["per_class"]["precision"], p, tol, "precision");
     expect_vec_near(ref["per_class"]["recall"], rc, tol, "recall");
     expect_vec_near(ref["per_class"]["f1"], f, tol, "f1");
-    const std::pair<const char*, const PrfScores*> avgs[] = {{"micro", &r.micro}, {"macro", &r.macro}, {"weighted", &r.weighted}};
+    const std::pair<const char*, const PrfScores*> avgs[] = {
+        {"micro", &r.micro}, {"macro", &r.macro}, {"weighted", &r.weighted}};
     for (const auto& [name, s] : avgs) {
       EXPECT_NEAR(s->precision, ref[name]["precision"].get<double>(), tol) << name;
       EXPECT_NEAR(s->recall, ref[name]["recall"].get<double>(), tol) << name;
@@ -159,7 +162,8 @@ TEST(MetricsReference, AgreeWithScikitLearnAndTorchmetricsOnSixPredictionSets) {
     }
     EXPECT_NEAR(r.accuracy, ref["accuracy"].get<double>(), tol);
     ASSERT_EQ(r.top_k.size(), ref["top_k_accuracy"].size());
-    for (const auto& [kk, v] : r.top_k) EXPECT_NEAR(v, ref["top_k_accuracy"][std::to_string(kk)].get<double>(), tol) << "top-" << kk;
+    for (const auto& [kk, v] : r.top_k)
+      EXPECT_NEAR(v, ref["top_k_accuracy"][std::to_string(kk)].get<double>(), tol) << "top-" << kk;
     expect_vec_near(ref["average_precision"]["per_class"], ap, tol, "average precision");
     EXPECT_NEAR(r.average_precision_macro, ref["average_precision"]["macro"].get<double>(), tol);
     expect_vec_near(ref["roc_auc"]["per_class"], auc, tol, "roc auc");
@@ -194,7 +198,6 @@ TEST(MetricsReference, AgreeWithScikitLearnAndTorchmetricsOnSixPredictionSets) {
   }
 }
 
-
 TEST(FairnessReference, AgreesWithFairlearnOnSyntheticGroups) {
   const auto dir = testing::temp_dir("fairness_ref");
   auto gen = at::make_generator<at::CPUGeneratorImpl>(77);
@@ -202,23 +205,29 @@ TEST(FairnessReference, AgreesWithFairlearnOnSyntheticGroups) {
     std::string name;
     std::int64_t classes, groups, positive;
   };
-  for (const Case& c : {Case{"binary, 2 groups", 2, 2, 1}, Case{"binary, 3 groups", 2, 3, 1}, Case{"4 classes, 4 groups, class 2", 4, 4, 2}}) {
+  for (const Case& c : {Case{"binary, 2 groups", 2, 2, 1}, Case{"binary, 3 groups", 2, 3, 1},
+                        Case{"4 classes, 4 groups, class 2", 4, 4, 2}}) {
     SCOPED_TRACE(c.name);
     const std::int64_t n = 900;
     at::Tensor g = torch::randint(0, c.groups, {n}, gen, torch::kLong);
     at::Tensor y = torch::randint(0, c.classes, {n}, gen, torch::kLong);
     // A biased classifier: right 85 % of the time in group 0, 65 % elsewhere, and group 1 gets the
     // positive class more often.
-    at::Tensor keep = torch::rand({n}, gen, torch::kDouble) < torch::where(g == 0, torch::full({n}, 0.85, torch::kDouble), torch::full({n}, 0.65, torch::kDouble));
+    at::Tensor keep =
+        torch::rand({n}, gen, torch::kDouble) <
+        torch::where(g == 0, torch::full({n}, 0.85, torch::kDouble), torch::full({n}, 0.65, torch::kDouble));
     at::Tensor yhat = torch::where(keep, y, torch::randint(0, c.classes, {n}, gen, torch::kLong));
-    yhat = torch::where((g == 1) & (torch::rand({n}, gen, torch::kDouble) < 0.35), torch::full({n}, c.positive, torch::kLong), yhat);
+    yhat = torch::where((g == 1) & (torch::rand({n}, gen, torch::kDouble) < 0.35),
+                        torch::full({n}, c.positive, torch::kLong), yhat);
     write_npy_file((dir / "y.npy").string(), y);
     write_npy_file((dir / "yhat.npy").string(), yhat);
     write_npy_file((dir / "g.npy").string(), g);
-    const auto ref = nlohmann::json::parse(testing::run_python("tests/reference/fairness_ref.py",
-                                                               {"--labels", (dir / "y.npy").string(), "--preds", (dir / "yhat.npy").string(), "--groups",
-                                                                (dir / "g.npy").string(), "--positive", std::to_string(c.positive), "--privileged", "0"}));
-    std::vector<std::int64_t> yl(y.data_ptr<std::int64_t>(), y.data_ptr<std::int64_t>() + n), pl(yhat.data_ptr<std::int64_t>(), yhat.data_ptr<std::int64_t>() + n);
+    const auto ref = nlohmann::json::parse(
+        testing::run_python("tests/reference/fairness_ref.py",
+                            {"--labels", (dir / "y.npy").string(), "--preds", (dir / "yhat.npy").string(), "--groups",
+                             (dir / "g.npy").string(), "--positive", std::to_string(c.positive), "--privileged", "0"}));
+    std::vector<std::int64_t> yl(y.data_ptr<std::int64_t>(), y.data_ptr<std::int64_t>() + n),
+        pl(yhat.data_ptr<std::int64_t>(), yhat.data_ptr<std::int64_t>() + n);
     std::vector<std::string> gs;
     for (std::int64_t i = 0; i < n; ++i) gs.push_back(std::to_string(g[i].item<std::int64_t>()));
     FairnessOptions o;
@@ -274,8 +283,8 @@ TEST(Fairness, SignedAif360ValuesOnAHandComputedCase) {
   // Flags at the seeds' 0.05: every difference, and disparate impact 0.667 < 0.8.
   std::vector<std::string> flagged;
   for (const auto& fl : f.flags) flagged.push_back(fl.metric);
-  EXPECT_EQ(flagged, (std::vector<std::string>{"demographic_parity_difference", "equal_opportunity_difference", "fpr_difference",
-                                               "equalized_odds_difference", "disparate_impact"}));
+  EXPECT_EQ(flagged, (std::vector<std::string>{"demographic_parity_difference", "equal_opportunity_difference",
+                                               "fpr_difference", "equalized_odds_difference", "disparate_impact"}));
   EXPECT_THROW(fairness_audit(y, p, std::vector<std::string>(10, "x"), 2, o), Error);  // one group only
 }
 

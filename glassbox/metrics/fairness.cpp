@@ -30,23 +30,27 @@ double rate(double a, double b, bool* empty) {
 }  // namespace
 
 void FairnessOptions::validate() const {
-  GB_CHECK(threshold >= 0 && threshold <= 1, InvalidArgument, "fairness threshold must be in [0, 1], got " << threshold, "use 0.1 or 0.05");
+  GB_CHECK(threshold >= 0 && threshold <= 1, InvalidArgument, "fairness threshold must be in [0, 1], got " << threshold,
+           "use 0.1 or 0.05");
   GB_CHECK(disparate_impact_low > 0 && disparate_impact_low <= 1 && disparate_impact_high >= 1, InvalidArgument,
            "disparate impact bounds must satisfy 0 < low <= 1 <= high", "use 0.8 and 1.25");
 }
 
 FairnessReport fairness_audit(const std::vector<std::int64_t>& labels, const std::vector<std::int64_t>& predicted,
-                              const std::vector<std::string>& groups, std::int64_t num_classes, const FairnessOptions& o) {
+                              const std::vector<std::string>& groups, std::int64_t num_classes,
+                              const FairnessOptions& o) {
   o.validate();
   GB_CHECK(labels.size() == predicted.size() && labels.size() == groups.size(), InvalidArgument,
-           "fairness audit: " << labels.size() << " labels, " << predicted.size() << " predictions and " << groups.size() << " group values",
+           "fairness audit: " << labels.size() << " labels, " << predicted.size() << " predictions and "
+                              << groups.size() << " group values",
            "give one " + o.attribute + " value per sample");
   GB_CHECK(num_classes >= 2, InvalidArgument, "fairness audit needs at least 2 classes", "check the model's outputs");
   // Groups sorted by name (a stable report).
   std::map<std::string, std::int64_t> sizes;
   for (const auto& g : groups) ++sizes[g];
   GB_CHECK(sizes.size() >= 2, InvalidArgument,
-           "fairness audit: " << o.attribute << " has a single value ('" << (sizes.empty() ? std::string() : sizes.begin()->first) << "')",
+           "fairness audit: " << o.attribute << " has a single value ('"
+                              << (sizes.empty() ? std::string() : sizes.begin()->first) << "')",
            "give an attribute with at least two groups");
   FairnessReport r;
   r.attribute = o.attribute;
@@ -56,13 +60,15 @@ FairnessReport fairness_audit(const std::vector<std::int64_t>& labels, const std
     for (const auto& [g, n] : sizes)
       if (n > sizes[r.privileged]) r.privileged = g;
   } else {
-    GB_CHECK(sizes.count(o.privileged) != 0, InvalidArgument, "privileged group '" << o.privileged << "' does not occur in " << o.attribute,
+    GB_CHECK(sizes.count(o.privileged) != 0, InvalidArgument,
+             "privileged group '" << o.privileged << "' does not occur in " << o.attribute,
              "choose one of the groups present");
     r.privileged = o.privileged;
   }
   std::vector<std::int64_t> classes;
   if (o.positive_class >= 0) {
-    GB_CHECK(o.positive_class < num_classes, InvalidArgument, "positive class " << o.positive_class << " is outside 0.." << num_classes - 1,
+    GB_CHECK(o.positive_class < num_classes, InvalidArgument,
+             "positive class " << o.positive_class << " is outside 0.." << num_classes - 1,
              "choose a class of the model");
     classes.push_back(o.positive_class);
   } else if (num_classes == 2) {
@@ -99,8 +105,10 @@ FairnessReport fairness_audit(const std::vector<std::int64_t>& labels, const std
       gr.tpr = rate(k.tp, k.tp + k.fn, &empty_tpr);
       gr.fpr = rate(k.fp, k.fp + k.tn, &empty_fpr);
       gr.accuracy = rate(k.tp + k.tn, k.n, &unused);
-      if (empty_tpr) r.notes.push_back(fmt::format("class {}: group '{}' has no positive sample; its TPR is taken as 0", c, g));
-      if (empty_fpr) r.notes.push_back(fmt::format("class {}: group '{}' has no negative sample; its FPR is taken as 0", c, g));
+      if (empty_tpr)
+        r.notes.push_back(fmt::format("class {}: group '{}' has no positive sample; its TPR is taken as 0", c, g));
+      if (empty_fpr)
+        r.notes.push_back(fmt::format("class {}: group '{}' has no negative sample; its FPR is taken as 0", c, g));
       sel_lo = std::min(sel_lo, gr.selection_rate);
       sel_hi = std::max(sel_hi, gr.selection_rate);
       tpr_lo = std::min(tpr_lo, gr.tpr);
@@ -115,9 +123,12 @@ FairnessReport fairness_audit(const std::vector<std::int64_t>& labels, const std
     a.differences.fpr = fpr_hi - fpr_lo;
     a.differences.equalized_odds = std::max(a.differences.equal_opportunity, a.differences.fpr);
     bool unused = false;
-    const double sel_p = rate(priv.tp + priv.fp, priv.n, &unused), sel_u = rate(unpriv.tp + unpriv.fp, unpriv.n, &unused);
-    const double tpr_p = rate(priv.tp, priv.tp + priv.fn, &unused), tpr_u = rate(unpriv.tp, unpriv.tp + unpriv.fn, &unused);
-    const double fpr_p = rate(priv.fp, priv.fp + priv.tn, &unused), fpr_u = rate(unpriv.fp, unpriv.fp + unpriv.tn, &unused);
+    const double sel_p = rate(priv.tp + priv.fp, priv.n, &unused),
+                 sel_u = rate(unpriv.tp + unpriv.fp, unpriv.n, &unused);
+    const double tpr_p = rate(priv.tp, priv.tp + priv.fn, &unused),
+                 tpr_u = rate(unpriv.tp, unpriv.tp + unpriv.fn, &unused);
+    const double fpr_p = rate(priv.fp, priv.fp + priv.tn, &unused),
+                 fpr_u = rate(unpriv.fp, unpriv.fp + unpriv.tn, &unused);
     a.aif360.statistical_parity_difference = sel_u - sel_p;
     a.aif360.disparate_impact = sel_p > 0 ? sel_u / sel_p : std::numeric_limits<double>::quiet_NaN();
     a.aif360.equal_opportunity_difference = tpr_u - tpr_p;
@@ -126,17 +137,20 @@ FairnessReport fairness_audit(const std::vector<std::int64_t>& labels, const std
     auto flag = [&](const std::string& metric, double v, const std::string& what) {
       if (!(std::abs(v) > o.threshold)) return;
       r.flags.push_back({c, metric, v, o.threshold,
-                         fmt::format("class {}: {} {:.4f} across {} groups exceeds {:g} ({})", c, metric, v, o.attribute, o.threshold, what)});
+                         fmt::format("class {}: {} {:.4f} across {} groups exceeds {:g} ({})", c, metric, v,
+                                     o.attribute, o.threshold, what)});
     };
     flag("demographic_parity_difference", a.differences.demographic_parity, "selection rates differ between groups");
-    flag("equal_opportunity_difference", a.differences.equal_opportunity, "true positive rates differ: qualified members of some group are missed more");
+    flag("equal_opportunity_difference", a.differences.equal_opportunity,
+         "true positive rates differ: qualified members of some group are missed more");
     flag("fpr_difference", a.differences.fpr, "false positive rates differ: some group is wrongly selected more");
     flag("equalized_odds_difference", a.differences.equalized_odds, "the worse of the TPR and FPR gaps");
     const double di = a.aif360.disparate_impact;
     if (std::isfinite(di) && (di < o.disparate_impact_low || di > o.disparate_impact_high)) {
       r.flags.push_back({c, "disparate_impact", di, o.disparate_impact_low,
-                         fmt::format("class {}: disparate impact {:.4f} (unprivileged / privileged '{}' selection rate) is outside [{:g}, {:g}]", c,
-                                     di, r.privileged, o.disparate_impact_low, o.disparate_impact_high)});
+                         fmt::format("class {}: disparate impact {:.4f} (unprivileged / privileged '{}' selection "
+                                     "rate) is outside [{:g}, {:g}]",
+                                     c, di, r.privileged, o.disparate_impact_low, o.disparate_impact_high)});
     }
     r.audits.push_back(std::move(a));
   }
@@ -163,7 +177,9 @@ nlohmann::json FairnessReport::to_json(const std::vector<std::string>& class_nam
                           {"equal_opportunity", a.differences.equal_opportunity},
                           {"fpr", a.differences.fpr},
                           {"equalized_odds", a.differences.equalized_odds}}},
-                        {"ratios", {{"demographic_parity_ratio", num(a.differences.demographic_parity_ratio)}, {"disparate_impact", num(a.aif360.disparate_impact)}}},
+                        {"ratios",
+                         {{"demographic_parity_ratio", num(a.differences.demographic_parity_ratio)},
+                          {"disparate_impact", num(a.aif360.disparate_impact)}}},
                         {"aif360",
                          {{"convention", "AIF360: signed, unprivileged - privileged"},
                           {"statistical_parity_difference", a.aif360.statistical_parity_difference},
@@ -171,12 +187,18 @@ nlohmann::json FairnessReport::to_json(const std::vector<std::string>& class_nam
                           {"equal_opportunity_difference", a.aif360.equal_opportunity_difference},
                           {"average_odds_difference", a.aif360.average_odds_difference},
                           {"fpr_difference", a.aif360.fpr_difference}}}};
-    if (static_cast<std::size_t>(a.positive_class) < class_names.size()) j["positive_class_name"] = class_names[static_cast<std::size_t>(a.positive_class)];
+    if (static_cast<std::size_t>(a.positive_class) < class_names.size())
+      j["positive_class_name"] = class_names[static_cast<std::size_t>(a.positive_class)];
     return j;
   };
   nlohmann::json j = {{"attribute", attribute}, {"privileged", privileged}, {"threshold", threshold}};
   nlohmann::json flags_j = nlohmann::json::array();
-  for (const auto& f : flags) flags_j.push_back({{"positive_class", f.positive_class}, {"metric", f.metric}, {"value", f.value}, {"threshold", f.threshold}, {"message", f.message}});
+  for (const auto& f : flags)
+    flags_j.push_back({{"positive_class", f.positive_class},
+                       {"metric", f.metric},
+                       {"value", f.value},
+                       {"threshold", f.threshold},
+                       {"message", f.message}});
   // The first audit's figures at the top level (the binary case); every class under per_class.
   if (!audits.empty()) {
     const nlohmann::json first = audit_json(audits.front());

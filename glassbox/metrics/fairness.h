@@ -32,7 +32,7 @@ struct FairnessOptions {
   std::string privileged;            // empty: the largest group
   double threshold = 0.1;            // flag absolute differences above this
   double disparate_impact_low = 0.8, disparate_impact_high = 1.25;
-  std::string attribute = "group";   // the attribute's name, for messages
+  std::string attribute = "group";  // the attribute's name, for messages
   void validate() const;
 };
 
@@ -56,8 +56,8 @@ struct ClassAudit {
     double demographic_parity = 0, demographic_parity_ratio = 0, equal_opportunity = 0, fpr = 0, equalized_odds = 0;
   } differences;
   struct {
-    double statistical_parity_difference = 0, disparate_impact = 0, equal_opportunity_difference = 0, average_odds_difference = 0,
-           fpr_difference = 0;
+    double statistical_parity_difference = 0, disparate_impact = 0, equal_opportunity_difference = 0,
+           average_odds_difference = 0, fpr_difference = 0;
   } aif360;
 };
 
@@ -73,6 +73,7 @@ struct FairnessReport {
 
 // labels, predicted: [N] class indices; groups: [N] group names (e.g. "0", "1", "f").
 FairnessReport fairness_audit(const std::vector<std::int64_t>& labels, const std::vector<std::int64_t>& predicted,
-                              const std::vector<std::string>& groups, std::int64_t num_classes, const FairnessOptions& options);
+                              const std::vector<std::string>& groups, std::int64_t num_classes,
+                              const FairnessOptions& options);
 
 }  // namespace glassbox::metrics

@@ -11,7 +11,8 @@ namespace glassbox::metrics {
 
 BinaryCurve binary_curve(const std::vector<unsigned char>& is_positive, const std::vector<double>& scores) {
   GB_CHECK(is_positive.size() == scores.size(), InvalidArgument,
-           "binary_curve: " << is_positive.size() << " labels but " << scores.size() << " scores", "pass one score per sample");
+           "binary_curve: " << is_positive.size() << " labels but " << scores.size() << " scores",
+           "pass one score per sample");
   std::vector<std::size_t> order(scores.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return scores[a] > scores[b]; });
@@ -19,7 +20,8 @@ BinaryCurve binary_curve(const std::vector<unsigned char>& is_positive, const st
   double tp = 0, fp = 0;
   for (std::size_t i = 0; i < order.size(); ++i) {
     const std::size_t k = order[i];
-    GB_CHECK(!std::isnan(scores[k]), InvalidArgument, "binary_curve: score of sample " << k << " is NaN", "check the model's outputs");
+    GB_CHECK(!std::isnan(scores[k]), InvalidArgument, "binary_curve: score of sample " << k << " is NaN",
+             "check the model's outputs");
     if (is_positive[k] != 0) {
       tp += 1;
     } else {
@@ -70,14 +72,16 @@ double roc_auc(const BinaryCurve& c) {
   const std::size_t n = c.tps.size();
   std::vector<double> fps{0.0}, tps{0.0};
   for (std::size_t i = 0; i < n; ++i) {
-    const bool keep = i == 0 || i + 1 == n || (c.fps[i + 1] - 2 * c.fps[i] + c.fps[i - 1]) != 0 || (c.tps[i + 1] - 2 * c.tps[i] + c.tps[i - 1]) != 0;
+    const bool keep = i == 0 || i + 1 == n || (c.fps[i + 1] - 2 * c.fps[i] + c.fps[i - 1]) != 0 ||
+                      (c.tps[i + 1] - 2 * c.tps[i] + c.tps[i - 1]) != 0;
     if (!keep) continue;
     fps.push_back(c.fps[i]);
     tps.push_back(c.tps[i]);
   }
   double area = 0;
   const double fn = fps.back(), tn = tps.back();
-  for (std::size_t i = 0; i + 1 < fps.size(); ++i) area += (fps[i + 1] / fn - fps[i] / fn) * (tps[i + 1] / tn + tps[i] / tn) / 2.0;
+  for (std::size_t i = 0; i + 1 < fps.size(); ++i)
+    area += (fps[i + 1] / fn - fps[i] / fn) * (tps[i + 1] / tn + tps[i] / tn) / 2.0;
   return area;
 }
 

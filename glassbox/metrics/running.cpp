@@ -8,7 +8,8 @@ namespace glassbox::metrics {
 
 std::int64_t count_topk_correct(const at::Tensor& logits, const at::Tensor& targets, std::int64_t k) {
   GB_CHECK(logits.dim() == 2 && targets.dim() == 1 && logits.size(0) == targets.size(0), InvalidArgument,
-           "accuracy needs logits [N, K] and targets [N], got " << logits.sizes() << " and " << targets.sizes(), "check the model output");
+           "accuracy needs logits [N, K] and targets [N], got " << logits.sizes() << " and " << targets.sizes(),
+           "check the model output");
   if (logits.size(0) == 0) return 0;
   k = std::min<std::int64_t>(k, logits.size(1));
   if (k == 1) return logits.argmax(1).eq(targets).sum().item<std::int64_t>();

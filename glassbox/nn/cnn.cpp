@@ -22,20 +22,25 @@ void CnnOptions::validate() const {
   for (auto c : channels) {
     GB_CHECK(c > 0, InvalidArgument, "model.cnn.channels must be positive, got " << c, "use e.g. [32, 64]");
     GB_CHECK(norm != "groupnorm" || (groups > 0 && c % groups == 0), InvalidArgument,
-             "model.cnn.groups = " << groups << " does not divide stage channels " << c, "choose groups dividing every entry of channels");
+             "model.cnn.groups = " << groups << " does not divide stage channels " << c,
+             "choose groups dividing every entry of channels");
   }
-  GB_CHECK(convs_per_stage >= 1, InvalidArgument, "model.cnn.convs_per_stage must be >= 1, got " << convs_per_stage, "use 1 or 2");
-  GB_CHECK(kernel_size >= 1 && kernel_size % 2 == 1, InvalidArgument, "model.cnn.kernel_size must be odd and positive, got " << kernel_size,
-           "use 3 or 5");
-  GB_CHECK(bn_momentum > 0 && bn_momentum <= 1, InvalidArgument, "model.cnn.bn_momentum must be in (0, 1], got " << bn_momentum, "use 0.1");
+  GB_CHECK(convs_per_stage >= 1, InvalidArgument, "model.cnn.convs_per_stage must be >= 1, got " << convs_per_stage,
+           "use 1 or 2");
+  GB_CHECK(kernel_size >= 1 && kernel_size % 2 == 1, InvalidArgument,
+           "model.cnn.kernel_size must be odd and positive, got " << kernel_size, "use 3 or 5");
+  GB_CHECK(bn_momentum > 0 && bn_momentum <= 1, InvalidArgument,
+           "model.cnn.bn_momentum must be in (0, 1], got " << bn_momentum, "use 0.1");
   GB_CHECK(hidden >= 0, InvalidArgument, "model.cnn.hidden must be >= 0, got " << hidden, "use e.g. 128");
-  GB_CHECK(dropout >= 0 && dropout < 1, InvalidArgument, "model.cnn.dropout must be in [0, 1), got " << dropout, "use e.g. 0.25");
+  GB_CHECK(dropout >= 0 && dropout < 1, InvalidArgument, "model.cnn.dropout must be in [0, 1), got " << dropout,
+           "use e.g. 0.25");
 }
 
 CnnImpl::CnnImpl(const CnnOptions& options, const ModelShape& shape) {
   options.validate();
   GB_CHECK(shape.input_shape.size() == 3, InvalidArgument,
-           "cnn needs image inputs [C, H, W], got a sample shape of rank " << shape.input_shape.size(), "use model.name = \"mlp\" for tabular data");
+           "cnn needs image inputs [C, H, W], got a sample shape of rank " << shape.input_shape.size(),
+           "use model.name = \"mlp\" for tabular data");
   std::int64_t in = shape.input_shape[0];
   std::int64_t h = shape.input_shape[1];
   std::int64_t w = shape.input_shape[2];
@@ -45,10 +50,11 @@ CnnImpl::CnnImpl(const CnnOptions& options, const ModelShape& shape) {
     for (std::int64_t c = 0; c < options.convs_per_stage; ++c) {
       const std::string p = std::to_string(s) + "_" + std::to_string(c);
       feats->push_back("conv" + p, torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, options.kernel_size)
-                                                          .padding(options.kernel_size / 2)
-                                                          .bias(options.norm == "none")));
+                                                         .padding(options.kernel_size / 2)
+                                                         .bias(options.norm == "none")));
       if (options.norm == "batchnorm") {
-        feats->push_back("bn" + p, torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(out).momentum(options.bn_momentum)));
+        feats->push_back("bn" + p,
+                         torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(out).momentum(options.bn_momentum)));
       } else if (options.norm == "groupnorm") {
         feats->push_back("gn" + p, torch::nn::GroupNorm(torch::nn::GroupNormOptions(options.groups, out)));
       }
@@ -56,8 +62,8 @@ CnnImpl::CnnImpl(const CnnOptions& options, const ModelShape& shape) {
       in = out;
     }
     GB_CHECK(h >= 2 && w >= 2, InvalidArgument,
-             "cnn: " << options.channels.size() << " stages halve a " << shape.input_shape[1] << "x" << shape.input_shape[2]
-                     << " input below 1 pixel",
+             "cnn: " << options.channels.size() << " stages halve a " << shape.input_shape[1] << "x"
+                     << shape.input_shape[2] << " input below 1 pixel",
              "use fewer entries in model.cnn.channels");
     feats->push_back("pool" + std::to_string(s), torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
     h /= 2;
@@ -85,7 +91,8 @@ std::vector<Stage> CnnImpl::stages() {
   std::size_t i = 0;
   for (const auto& m : *features_) {
     torch::nn::AnyModule any = m;
-    out.push_back({"features." + names[i++].key(), [any](const at::Tensor& x) mutable { return any.forward(x); }, true});
+    out.push_back(
+        {"features." + names[i++].key(), [any](const at::Tensor& x) mutable { return any.forward(x); }, true});
   }
   torch::nn::Sequential head = classifier_;
   out.push_back({"classifier", [head](const at::Tensor& x) mutable { return head->forward(x); }, false});

@@ -18,13 +18,15 @@ void LossOptions::visit(FieldVisitor& v) {
 }
 
 void LossOptions::validate() const {
-  GB_CHECK(label_smoothing >= 0 && label_smoothing <= 1, InvalidArgument, "loss.label_smoothing must be in [0, 1], got " << label_smoothing,
-           "use e.g. 0.1");
+  GB_CHECK(label_smoothing >= 0 && label_smoothing <= 1, InvalidArgument,
+           "loss.label_smoothing must be in [0, 1], got " << label_smoothing, "use e.g. 0.1");
   GB_CHECK(gamma >= 0, InvalidArgument, "loss.gamma must be >= 0, got " << gamma, "use 2 (the usual value)");
   GB_CHECK(alpha > 0, InvalidArgument, "loss.alpha must be > 0, got " << alpha, "use 1 or e.g. 0.25");
-  for (double w : class_weights) GB_CHECK(w >= 0, InvalidArgument, "loss.class_weights must be >= 0, got " << w, "use positive weights");
+  for (double w : class_weights)
+    GB_CHECK(w >= 0, InvalidArgument, "loss.class_weights must be >= 0, got " << w, "use positive weights");
   GB_CHECK(!(name == "focal" && label_smoothing > 0), InvalidArgument,
-           "loss.label_smoothing = " << label_smoothing << " with the focal loss: both lower confidence and together starve the gradient",
+           "loss.label_smoothing = " << label_smoothing
+                                     << " with the focal loss: both lower confidence and together starve the gradient",
            "set loss.label_smoothing = 0 when loss.name = \"focal\"");
 }
 
@@ -32,7 +34,8 @@ Loss::Loss(LossOptions options, std::int64_t num_classes) : options_(std::move(o
   options_.validate();
   if (!options_.class_weights.empty()) {
     GB_CHECK(static_cast<std::int64_t>(options_.class_weights.size()) == num_classes, InvalidArgument,
-             "loss.class_weights has " << options_.class_weights.size() << " entries, the model has " << num_classes << " classes",
+             "loss.class_weights has " << options_.class_weights.size() << " entries, the model has " << num_classes
+                                       << " classes",
              "give one weight per class");
     weights_ = torch::tensor(options_.class_weights, torch::kFloat);
   }
@@ -43,8 +46,10 @@ at::Tensor Loss::operator()(const at::Tensor& logits, const at::Tensor& targets)
   if (o.name == "cross_entropy") {
     auto opts = F::CrossEntropyFuncOptions().label_smoothing(o.label_smoothing);
     if (weights_.defined()) opts = opts.weight(weights_.to(logits.device(), logits.scalar_type()));
-    if (o.reduction == "sum") opts = opts.reduction(torch::kSum);
-    else if (o.reduction == "none") opts = opts.reduction(torch::kNone);
+    if (o.reduction == "sum")
+      opts = opts.reduction(torch::kSum);
+    else if (o.reduction == "none")
+      opts = opts.reduction(torch::kNone);
     return F::cross_entropy(logits, targets, opts);
   }
   // focal

@@ -24,10 +24,10 @@ namespace glassbox::nn {
 struct LossOptions {
   std::string name = "cross_entropy";  // cross_entropy | focal
   double label_smoothing = 0.0;
-  std::vector<double> class_weights;   // empty: unweighted; else one weight per class
-  double alpha = 1.0;                  // focal
-  double gamma = 2.0;                  // focal
-  std::string reduction = "mean";      // mean | sum | none
+  std::vector<double> class_weights;  // empty: unweighted; else one weight per class
+  double alpha = 1.0;                 // focal
+  double gamma = 2.0;                 // focal
+  std::string reduction = "mean";     // mean | sum | none
 
   void visit(FieldVisitor& v);
   void validate() const;

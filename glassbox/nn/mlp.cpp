@@ -8,7 +8,8 @@ namespace glassbox::nn {
 
 void MlpOptions::visit(FieldVisitor& v) {
   v.field("hidden", hidden, "hidden layer sizes, input to output");
-  v.choice("activation", activation, {"relu", "gelu", "tanh", "silu", "leaky_relu"}, "activation after each hidden layer");
+  v.choice("activation", activation, {"relu", "gelu", "tanh", "silu", "leaky_relu"},
+           "activation after each hidden layer");
   v.field("dropout", dropout, "dropout probability after each hidden activation");
   v.choice("norm", norm, {"none", "batchnorm", "layernorm"}, "normalisation after each hidden linear layer");
   v.field("bn_momentum", bn_momentum, "BatchNorm running-statistics momentum");
@@ -16,10 +17,12 @@ void MlpOptions::visit(FieldVisitor& v) {
 }
 
 void MlpOptions::validate() const {
-  for (auto h : hidden) GB_CHECK(h > 0, InvalidArgument, "model.mlp.hidden sizes must be positive, got " << h, "use e.g. [256, 128]");
-  GB_CHECK(dropout >= 0 && dropout < 1, InvalidArgument, "model.mlp.dropout must be in [0, 1), got " << dropout, "use e.g. 0.1");
-  GB_CHECK(bn_momentum > 0 && bn_momentum <= 1, InvalidArgument, "model.mlp.bn_momentum must be in (0, 1], got " << bn_momentum,
-           "use 0.1 (PyTorch's default)");
+  for (auto h : hidden)
+    GB_CHECK(h > 0, InvalidArgument, "model.mlp.hidden sizes must be positive, got " << h, "use e.g. [256, 128]");
+  GB_CHECK(dropout >= 0 && dropout < 1, InvalidArgument, "model.mlp.dropout must be in [0, 1), got " << dropout,
+           "use e.g. 0.1");
+  GB_CHECK(bn_momentum > 0 && bn_momentum <= 1, InvalidArgument,
+           "model.mlp.bn_momentum must be in (0, 1], got " << bn_momentum, "use 0.1 (PyTorch's default)");
 }
 
 torch::nn::AnyModule make_activation(const std::string& name) {
@@ -42,7 +45,8 @@ MlpImpl::MlpImpl(const MlpOptions& options, const ModelShape& shape) {
     const std::string p = std::to_string(i);
     seq->push_back("fc" + p, torch::nn::Linear(in, out));
     if (options.norm == "batchnorm") {
-      seq->push_back("bn" + p, torch::nn::BatchNorm1d(torch::nn::BatchNorm1dOptions(out).momentum(options.bn_momentum)));
+      seq->push_back("bn" + p,
+                     torch::nn::BatchNorm1d(torch::nn::BatchNorm1dOptions(out).momentum(options.bn_momentum)));
     } else if (options.norm == "layernorm") {
       seq->push_back("ln" + p, torch::nn::LayerNorm(torch::nn::LayerNormOptions({out})));
     }

@@ -15,7 +15,7 @@ struct MlpOptions {
   std::vector<std::int64_t> hidden{256, 128};
   std::string activation = "relu";  // relu | gelu | tanh | silu | leaky_relu
   double dropout = 0.0;
-  std::string norm = "none";        // none | batchnorm | layernorm
+  std::string norm = "none";  // none | batchnorm | layernorm
   double bn_momentum = 0.1;
   // logits (for the training losses) | softmax (probabilities, e.g. for a model served as is;
   // training it with cross-entropy applies softmax twice — the doctor reports that)

@@ -80,7 +80,8 @@ TEST(Zoo, UnknownModelSuggestsName) {
 
 TEST(Zoo, UserModelsRegister) {
   register_model("linear_probe", [](const ModelOptions&, const ModelShape& s) -> std::unique_ptr<Model> {
-    return std::make_unique<ModuleModel<torch::nn::Linear>>("linear_probe", torch::nn::Linear(s.input_shape[0], s.num_classes));
+    return std::make_unique<ModuleModel<torch::nn::Linear>>("linear_probe",
+                                                            torch::nn::Linear(s.input_shape[0], s.num_classes));
   });
   ModelOptions o;
   o.name = "linear_probe";
@@ -113,7 +114,8 @@ TEST(LossReference, MatchesPyTorch) {
     const auto want = c["value"].get<std::vector<double>>();
     ASSERT_EQ(got.numel(), static_cast<std::int64_t>(want.size()));
     for (std::size_t i = 0; i < want.size(); ++i) {
-      EXPECT_NEAR(got[static_cast<std::int64_t>(i)].item<double>(), want[i], 1e-5 * std::max(1.0, std::abs(want[i]))) << c.dump();
+      EXPECT_NEAR(got[static_cast<std::int64_t>(i)].item<double>(), want[i], 1e-5 * std::max(1.0, std::abs(want[i])))
+          << c.dump();
     }
     ++checked;
   }

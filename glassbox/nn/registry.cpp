@@ -11,13 +11,16 @@ namespace {
 
 std::map<std::string, ModelFactory>& registry() {
   static std::map<std::string, ModelFactory> r = {
-      {"mlp", [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+      {"mlp",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
          return std::make_unique<ModuleModel<Mlp>>("mlp", Mlp(o.mlp, s));
        }},
-      {"cnn", [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+      {"cnn",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
          return std::make_unique<ModuleModel<Cnn>>("cnn", Cnn(o.cnn, s));
        }},
-      {"resnet18", [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+      {"resnet18",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
          return std::make_unique<ModuleModel<ResNet18>>("resnet18", ResNet18(o.resnet18, s));
        }},
   };
@@ -57,8 +60,8 @@ std::vector<std::string> registered_models() {
 
 std::unique_ptr<Model> make_model(const ModelOptions& options, const ModelShape& shape) {
   options.validate();
-  GB_CHECK(shape.num_classes > 0, InvalidArgument, "the model needs at least one output class, got " << shape.num_classes,
-           "check the labels of the data set");
+  GB_CHECK(shape.num_classes > 0, InvalidArgument,
+           "the model needs at least one output class, got " << shape.num_classes, "check the labels of the data set");
   return registry().at(options.name)(options, shape);
 }
 

@@ -9,7 +9,8 @@ namespace glassbox::nn {
 namespace tnn = torch::nn;
 
 void ResNetOptions::visit(FieldVisitor& v) {
-  v.choice("stem", stem, {"small", "imagenet"}, "small: 3x3 stride-1 stem for small images; imagenet: 7x7/2 + max-pool");
+  v.choice("stem", stem, {"small", "imagenet"},
+           "small: 3x3 stride-1 stem for small images; imagenet: 7x7/2 + max-pool");
   v.field("width", width, "channels of the first stage");
   v.field("zero_init_residual", zero_init_residual, "zero-initialise the last BN of each block");
   v.field("bn_momentum", bn_momentum, "BatchNorm running-statistics momentum");
@@ -17,7 +18,8 @@ void ResNetOptions::visit(FieldVisitor& v) {
 
 void ResNetOptions::validate() const {
   GB_CHECK(width > 0, InvalidArgument, "model.resnet18.width must be positive, got " << width, "use 64");
-  GB_CHECK(bn_momentum > 0 && bn_momentum <= 1, InvalidArgument, "model.resnet18.bn_momentum must be in (0, 1]", "use 0.1");
+  GB_CHECK(bn_momentum > 0 && bn_momentum <= 1, InvalidArgument, "model.resnet18.bn_momentum must be in (0, 1]",
+           "use 0.1");
 }
 
 BasicBlockImpl::BasicBlockImpl(std::int64_t in, std::int64_t out, std::int64_t stride, double bn_momentum) {
@@ -43,7 +45,8 @@ at::Tensor BasicBlockImpl::forward(const at::Tensor& x) {
 ResNet18Impl::ResNet18Impl(const ResNetOptions& options, const ModelShape& shape) {
   options.validate();
   GB_CHECK(shape.input_shape.size() == 3, InvalidArgument,
-           "resnet18 needs image inputs [C, H, W], got a sample shape of rank " << shape.input_shape.size(), "use model.name = \"mlp\"");
+           "resnet18 needs image inputs [C, H, W], got a sample shape of rank " << shape.input_shape.size(),
+           "use model.name = \"mlp\"");
   imagenet_stem_ = options.stem == "imagenet";
   const std::int64_t in = shape.input_shape[0];
   const std::int64_t w = options.width;
@@ -94,16 +97,23 @@ std::vector<Stage> ResNet18Impl::stages() {
   out.push_back({"conv1", [conv1](const at::Tensor& x) mutable { return conv1->forward(x); }, true});
   out.push_back({"bn1", [bn1](const at::Tensor& x) mutable { return bn1->forward(x); }, true});
   out.push_back({"relu", [](const at::Tensor& x) { return torch::relu(x); }, true});
-  if (imagenet_stem_) out.push_back({"maxpool", [](const at::Tensor& x) { return torch::max_pool2d(x, 3, 2, 1); }, true});
-  const std::pair<const char*, tnn::Sequential> layers[] = {{"layer1", layer1_}, {"layer2", layer2_}, {"layer3", layer3_}, {"layer4", layer4_}};
+  if (imagenet_stem_)
+    out.push_back({"maxpool", [](const at::Tensor& x) { return torch::max_pool2d(x, 3, 2, 1); }, true});
+  const std::pair<const char*, tnn::Sequential> layers[] = {
+      {"layer1", layer1_}, {"layer2", layer2_}, {"layer3", layer3_}, {"layer4", layer4_}};
   for (const auto& [name, layer] : layers) {
     const auto children = layer->named_children();
     for (const auto& c : children) {
       auto block = std::dynamic_pointer_cast<BasicBlockImpl>(c.value());
-      out.push_back({std::string(name) + "." + c.key(), [block](const at::Tensor& x) { return block->forward(x); }, true});
+      out.push_back(
+          {std::string(name) + "." + c.key(), [block](const at::Tensor& x) { return block->forward(x); }, true});
     }
   }
-  out.push_back({"avgpool", [](const at::Tensor& x) { return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1); }, false});
+  out.push_back({"avgpool",
+                 [](const at::Tensor& x) {
+                   return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+                 },
+                 false});
   tnn::Linear fc = fc_;
   out.push_back({"fc", [fc](const at::Tensor& x) mutable { return fc->forward(x); }, false});
   return out;

@@ -137,7 +137,8 @@ std::string tick_label(double v, const Axis& axis) {
   if (axis.step < 1e-3 || biggest >= 1e6) {
     // Scientific, with as many digits as the step needs relative to the value's magnitude.
     // (0.0015 on a 5e-4 step needs 2: the leading digit's place minus the step's, plus one.)
-    const int digits = static_cast<int>(std::floor(std::log10(std::fabs(v)) + 1e-9) - std::floor(std::log10(axis.step) + 1e-9)) + 1;
+    const int digits =
+        static_cast<int>(std::floor(std::log10(std::fabs(v)) + 1e-9) - std::floor(std::log10(axis.step) + 1e-9)) + 1;
     return format_number(v, std::clamp(digits, 1, 6));
   }
   const int decimals = std::max(0, static_cast<int>(std::ceil(-std::log10(axis.step) - 1e-9)));

@@ -3,10 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <gtest/gtest.h>
-
-#include <set>
 
 namespace glassbox::report {
 namespace {
@@ -100,7 +99,8 @@ TEST(Svg, TickLabelsAreReadable) {
   const Axis lr = linear_axis(0, 0.002, 5);
   std::vector<std::string> lr_labels;
   for (double t : lr.ticks) lr_labels.push_back(tick_label(t, lr));
-  EXPECT_EQ(std::set<std::string>(lr_labels.begin(), lr_labels.end()).size(), lr_labels.size()) << ::testing::PrintToString(lr_labels);
+  EXPECT_EQ(std::set<std::string>(lr_labels.begin(), lr_labels.end()).size(), lr_labels.size())
+      << ::testing::PrintToString(lr_labels);
   EXPECT_EQ(compact_count(950), "950");
   EXPECT_EQ(compact_count(9512), "9.5k");
   EXPECT_EQ(compact_count(95123), "95k");

@@ -29,19 +29,23 @@ void CheckpointOptions::visit(FieldVisitor& v) {
   v.field("save_top_k", save_top_k, "best checkpoints kept (-1: all, 0: none besides last)");
   v.field("save_last", save_last, "also keep last.ckpt");
   v.field("save_weights_only", save_weights_only, "store weights only (cannot resume)");
-  v.field("save_trainable_only", save_trainable_only, "store only trainable parameters (frozen backbones are not copied)");
+  v.field("save_trainable_only", save_trainable_only,
+          "store only trainable parameters (frozen backbones are not copied)");
   v.field("every_n_epochs", every_n_epochs, "check every N epochs");
   v.field("every_n_train_steps", every_n_train_steps, "also save every N optimiser steps (0: off)");
   v.field("dirpath", dirpath, "directory (default: <run_dir>/checkpoints)");
 }
 
 void CheckpointOptions::validate() const {
-  GB_CHECK(save_top_k >= -1, InvalidArgument, "checkpoint.save_top_k must be >= -1, got " << save_top_k, "use 1, -1 (all) or 0");
-  GB_CHECK(every_n_epochs >= 0, InvalidArgument, "checkpoint.every_n_epochs must be >= 0, got " << every_n_epochs, "use 1");
+  GB_CHECK(save_top_k >= -1, InvalidArgument, "checkpoint.save_top_k must be >= -1, got " << save_top_k,
+           "use 1, -1 (all) or 0");
+  GB_CHECK(every_n_epochs >= 0, InvalidArgument, "checkpoint.every_n_epochs must be >= 0, got " << every_n_epochs,
+           "use 1");
   GB_CHECK(every_n_train_steps >= 0, InvalidArgument, "checkpoint.every_n_train_steps must be >= 0", "use 0 (off)");
 }
 
-ModelCheckpoint::ModelCheckpoint(CheckpointOptions options) : options_(std::move(options)), best_score_(worst(options_.mode)) {
+ModelCheckpoint::ModelCheckpoint(CheckpointOptions options)
+    : options_(std::move(options)), best_score_(worst(options_.mode)) {
   options_.validate();
 }
 
@@ -65,7 +69,8 @@ void ModelCheckpoint::save(Trainer& t, bool monitored) {
     const bool keep_all = options_.save_top_k == -1;
     if (!keep_all && static_cast<std::int64_t>(top_.size()) >= options_.save_top_k) {
       // replace the worst kept one if this is better
-      auto worst_it = std::max_element(top_.begin(), top_.end(), [&](const Saved& a, const Saved& b) { return better(a.score, b.score); });
+      auto worst_it = std::max_element(top_.begin(), top_.end(),
+                                       [&](const Saved& a, const Saved& b) { return better(a.score, b.score); });
       if (!better(score, worst_it->score)) return;
       std::error_code ec;
       const std::string old = worst_it->path;
@@ -125,8 +130,10 @@ void ModelCheckpoint::on_train_epoch_end(Trainer& t) {
     pending_ = false;
     save(t, true);
   } else if (options_.every_n_epochs > 0 && (t.current_epoch() + 1) % options_.every_n_epochs == 0) {
-    if (options_.monitor.empty()) save(t, false);
-    else if (monitored_here) save(t, true);
+    if (options_.monitor.empty())
+      save(t, false);
+    else if (monitored_here)
+      save(t, true);
   }
   if (options_.save_last && last_saved_step_ != t.global_step()) save_last(t);
 }
@@ -145,13 +152,14 @@ void ModelCheckpoint::on_train_end(Trainer& t) {
 nlohmann::json ModelCheckpoint::state() const {
   nlohmann::json top = nlohmann::json::array();
   for (const auto& s : top_) top.push_back({{"path", s.path}, {"score", s.score}});
-  return {{"best_model_path", best_path_}, {"best_model_score", best_score_}, {"top", top}, {"last_model_path", last_path_},
-          {"monitor", options_.monitor}, {"mode", options_.mode}};
+  return {{"best_model_path", best_path_}, {"best_model_score", best_score_}, {"top", top},
+          {"last_model_path", last_path_}, {"monitor", options_.monitor},     {"mode", options_.mode}};
 }
 
 void ModelCheckpoint::load_state(const nlohmann::json& s) {
   best_path_ = s.value("best_model_path", "");
-  if (s.contains("best_model_score") && s["best_model_score"].is_number()) best_score_ = s["best_model_score"].get<double>();
+  if (s.contains("best_model_score") && s["best_model_score"].is_number())
+    best_score_ = s["best_model_score"].get<double>();
   last_path_ = s.value("last_model_path", "");
   top_.clear();
   if (s.contains("top"))
@@ -167,32 +175,42 @@ void EarlyStoppingOptions::visit(FieldVisitor& v) {
   v.field("min_delta", min_delta, "smallest change that counts as an improvement");
   v.field("patience", patience, "validation checks without improvement before stopping");
   v.field("check_finite", check_finite, "stop when the metric becomes NaN or infinite");
-  v.field("stopping_threshold", stopping_threshold, "stop once the metric is better than this (with use_stopping_threshold)");
+  v.field("stopping_threshold", stopping_threshold,
+          "stop once the metric is better than this (with use_stopping_threshold)");
   v.field("use_stopping_threshold", use_stopping_threshold, "enable stopping_threshold");
-  v.field("divergence_threshold", divergence_threshold, "stop once the metric is worse than this (with use_divergence_threshold)");
+  v.field("divergence_threshold", divergence_threshold,
+          "stop once the metric is worse than this (with use_divergence_threshold)");
   v.field("use_divergence_threshold", use_divergence_threshold, "enable divergence_threshold");
 }
 
 void EarlyStoppingOptions::validate() const {
-  GB_CHECK(patience >= 0, InvalidArgument, "early_stopping.patience must be >= 0, got " << patience, "use 3 (Lightning's default)");
-  GB_CHECK(min_delta >= 0, InvalidArgument, "early_stopping.min_delta must be >= 0, got " << min_delta, "use 0 or a small positive number");
+  GB_CHECK(patience >= 0, InvalidArgument, "early_stopping.patience must be >= 0, got " << patience,
+           "use 3 (Lightning's default)");
+  GB_CHECK(min_delta >= 0, InvalidArgument, "early_stopping.min_delta must be >= 0, got " << min_delta,
+           "use 0 or a small positive number");
 }
 
-EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)), best_(worst(options_.mode)) { options_.validate(); }
+EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)), best_(worst(options_.mode)) {
+  options_.validate();
+}
 
 void EarlyStopping::on_validation_end(Trainer& t) {
   if (t.sanity_checking()) return;
   auto it = t.callback_metrics().find(options_.monitor);
-  GB_CHECK(it != t.callback_metrics().end(), FailedPrecondition, "early_stopping.monitor = \"" << options_.monitor << "\" was not computed",
-           "monitor val_loss or val_acc");
+  GB_CHECK(it != t.callback_metrics().end(), FailedPrecondition,
+           "early_stopping.monitor = \"" << options_.monitor << "\" was not computed", "monitor val_loss or val_acc");
   const double v = it->second;
   const bool min = options_.mode == "min";
   if (options_.check_finite && !std::isfinite(v)) {
     reason_ = fmt::format("{} = {} is not finite; previous best {}", options_.monitor, v, fmt_metric(best_));
-  } else if (options_.use_stopping_threshold && (min ? v < options_.stopping_threshold : v > options_.stopping_threshold)) {
-    reason_ = fmt::format("stopping threshold reached: {} = {} {} {}", options_.monitor, fmt_metric(v), min ? "<" : ">", options_.stopping_threshold);
-  } else if (options_.use_divergence_threshold && (min ? v > options_.divergence_threshold : v < options_.divergence_threshold)) {
-    reason_ = fmt::format("divergence threshold passed: {} = {} {} {}", options_.monitor, fmt_metric(v), min ? ">" : "<", options_.divergence_threshold);
+  } else if (options_.use_stopping_threshold &&
+             (min ? v < options_.stopping_threshold : v > options_.stopping_threshold)) {
+    reason_ = fmt::format("stopping threshold reached: {} = {} {} {}", options_.monitor, fmt_metric(v), min ? "<" : ">",
+                          options_.stopping_threshold);
+  } else if (options_.use_divergence_threshold &&
+             (min ? v > options_.divergence_threshold : v < options_.divergence_threshold)) {
+    reason_ = fmt::format("divergence threshold passed: {} = {} {} {}", options_.monitor, fmt_metric(v),
+                          min ? ">" : "<", options_.divergence_threshold);
   } else if (min ? v < best_ - options_.min_delta : v > best_ + options_.min_delta) {
     best_ = v;
     wait_ = 0;
@@ -200,16 +218,19 @@ void EarlyStopping::on_validation_end(Trainer& t) {
   } else {
     ++wait_;
     if (wait_ < options_.patience) return;
-    reason_ = fmt::format("{} did not improve by more than {} for {} validation checks; best {}", options_.monitor, options_.min_delta, wait_,
-                          fmt_metric(best_));
+    reason_ = fmt::format("{} did not improve by more than {} for {} validation checks; best {}", options_.monitor,
+                          options_.min_delta, wait_, fmt_metric(best_));
   }
   stopped_epoch_ = t.current_epoch();
   t.request_stop("early stopping: " + reason_);
 }
 
 nlohmann::json EarlyStopping::state() const {
-  return {{"best", std::isfinite(best_) ? nlohmann::json(best_) : nlohmann::json(nullptr)}, {"wait", wait_}, {"stopped_epoch", stopped_epoch_},
-          {"reason", reason_}, {"patience", options_.patience}};
+  return {{"best", std::isfinite(best_) ? nlohmann::json(best_) : nlohmann::json(nullptr)},
+          {"wait", wait_},
+          {"stopped_epoch", stopped_epoch_},
+          {"reason", reason_},
+          {"patience", options_.patience}};
 }
 
 void EarlyStopping::load_state(const nlohmann::json& s) {
@@ -222,9 +243,11 @@ void EarlyStopping::load_state(const nlohmann::json& s) {
 // ---------------------------------------------------------------- LearningRateMonitor
 
 void LearningRateMonitor::on_train_batch_end(Trainer& t, const StepOutput&, const data::Batch&) {
-  if (t.optimizer() == nullptr || t.global_step() % t.options().log_every_n_steps != 0 || t.options().fast_dev_run > 0) return;
+  if (t.optimizer() == nullptr || t.global_step() % t.options().log_every_n_steps != 0 || t.options().fast_dev_run > 0)
+    return;
   nlohmann::json row = {{"step", t.global_step()}, {"epoch", t.current_epoch()}};
-  for (std::size_t i = 0; i < t.optimizer()->num_groups(); ++i) row["lr-group" + std::to_string(i)] = t.optimizer()->lr(i);
+  for (std::size_t i = 0; i < t.optimizer()->num_groups(); ++i)
+    row["lr-group" + std::to_string(i)] = t.optimizer()->lr(i);
   t.logger().log(row);
 }
 
@@ -246,7 +269,8 @@ void ProgressBarCallback::on_train_batch_end(Trainer& t, const StepOutput& out, 
   if (batches_ % 20 == 0 || t.batch_in_epoch() == t.num_training_batches()) {
     last_loss_ = out.loss.item<double>();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count();
-    bar_.update(t.batch_in_epoch(), fmt::format("loss {:.4f}", last_loss_), s > 0 ? static_cast<double>(epoch_samples_) / s : 0.0);
+    bar_.update(t.batch_in_epoch(), fmt::format("loss {:.4f}", last_loss_),
+                s > 0 ? static_cast<double>(epoch_samples_) / s : 0.0);
   }
 }
 
@@ -264,8 +288,8 @@ void ProgressBarCallback::on_train_epoch_end(Trainer& t) {
 
 // ---------------------------------------------------------------- ModelSummary
 
-std::string summarize_model(torch::nn::Module& module, const std::vector<std::int64_t>& sample_shape, c10::Device device,
-                            const std::function<at::Tensor(const at::Tensor&)>& forward) {
+std::string summarize_model(torch::nn::Module& module, const std::vector<std::int64_t>& sample_shape,
+                            c10::Device device, const std::function<at::Tensor(const at::Tensor&)>& forward) {
   // Output shapes: when the module's forward is the chain of its leaf modules (true for
   // sequential models), run the chain on a dummy input and record each shape; the result is
   // verified against the module's own forward, otherwise shapes are left out.
@@ -288,20 +312,34 @@ std::string summarize_model(torch::nn::Module& module, const std::vector<std::in
       for (auto& [name, leaf] : leaves) {
         auto* any = leaf.get();
         at::Tensor out;
-        if (auto* l = any->as<torch::nn::Linear>()) out = l->forward(y);
-        else if (auto* c = any->as<torch::nn::Conv2d>()) out = c->forward(y);
-        else if (auto* b = any->as<torch::nn::BatchNorm1d>()) out = b->forward(y);
-        else if (auto* b2 = any->as<torch::nn::BatchNorm2d>()) out = b2->forward(y);
-        else if (auto* g = any->as<torch::nn::GroupNorm>()) out = g->forward(y);
-        else if (auto* ln = any->as<torch::nn::LayerNorm>()) out = ln->forward(y);
-        else if (auto* r = any->as<torch::nn::ReLU>()) out = r->forward(y.clone());
-        else if (auto* ge = any->as<torch::nn::GELU>()) out = ge->forward(y);
-        else if (auto* th = any->as<torch::nn::Tanh>()) out = th->forward(y);
-        else if (auto* si = any->as<torch::nn::SiLU>()) out = si->forward(y);
-        else if (auto* lr = any->as<torch::nn::LeakyReLU>()) out = lr->forward(y);
-        else if (auto* d = any->as<torch::nn::Dropout>()) out = d->forward(y);
-        else if (auto* mp = any->as<torch::nn::MaxPool2d>()) out = mp->forward(y);
-        else if (auto* f = any->as<torch::nn::Flatten>()) out = f->forward(y);
+        if (auto* l = any->as<torch::nn::Linear>())
+          out = l->forward(y);
+        else if (auto* c = any->as<torch::nn::Conv2d>())
+          out = c->forward(y);
+        else if (auto* b = any->as<torch::nn::BatchNorm1d>())
+          out = b->forward(y);
+        else if (auto* b2 = any->as<torch::nn::BatchNorm2d>())
+          out = b2->forward(y);
+        else if (auto* g = any->as<torch::nn::GroupNorm>())
+          out = g->forward(y);
+        else if (auto* ln = any->as<torch::nn::LayerNorm>())
+          out = ln->forward(y);
+        else if (auto* r = any->as<torch::nn::ReLU>())
+          out = r->forward(y.clone());
+        else if (auto* ge = any->as<torch::nn::GELU>())
+          out = ge->forward(y);
+        else if (auto* th = any->as<torch::nn::Tanh>())
+          out = th->forward(y);
+        else if (auto* si = any->as<torch::nn::SiLU>())
+          out = si->forward(y);
+        else if (auto* lr = any->as<torch::nn::LeakyReLU>())
+          out = lr->forward(y);
+        else if (auto* d = any->as<torch::nn::Dropout>())
+          out = d->forward(y);
+        else if (auto* mp = any->as<torch::nn::MaxPool2d>())
+          out = mp->forward(y);
+        else if (auto* f = any->as<torch::nn::Flatten>())
+          out = f->forward(y);
         else {
           ok = false;
           break;
@@ -339,17 +377,19 @@ std::string summarize_model(torch::nn::Module& module, const std::vector<std::in
     total += p.numel();
     if (p.requires_grad()) trainable += p.numel();
   }
-  os << fmt::format("  {} parameters ({} trainable, {} frozen), {:.2f} MB as float32\n", total, trainable, total - trainable,
-                    static_cast<double>(total) * 4.0 / 1e6);
+  os << fmt::format("  {} parameters ({} trainable, {} frozen), {:.2f} MB as float32\n", total, trainable,
+                    total - trainable, static_cast<double>(total) * 4.0 / 1e6);
   return os.str();
 }
 
-ModelSummary::ModelSummary(std::ostream& out, std::vector<std::int64_t> sample_shape, std::function<at::Tensor(const at::Tensor&)> forward)
+ModelSummary::ModelSummary(std::ostream& out, std::vector<std::int64_t> sample_shape,
+                           std::function<at::Tensor(const at::Tensor&)> forward)
     : out_(out), sample_shape_(std::move(sample_shape)), forward_(std::move(forward)) {}
 
 void ModelSummary::on_fit_start(Trainer& t) {
   if (t.task() == nullptr || !t.options().enable_model_summary) return;
-  out_ << "model: " << t.task()->name() << "\n" << summarize_model(t.task()->module(), sample_shape_, t.device(), forward_) << std::flush;
+  out_ << "model: " << t.task()->name() << "\n"
+       << summarize_model(t.task()->module(), sample_shape_, t.device(), forward_) << std::flush;
 }
 
 // ---------------------------------------------------------------- Timer
@@ -374,8 +414,10 @@ void TimerCallback::on_validation_end(Trainer&) {
 }
 void TimerCallback::on_train_batch_end(Trainer& t, const StepOutput&, const data::Batch&) {
   if (duration_s_ <= 0) return;
-  const double elapsed = train_s_ + val_s_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - mark_).count();
-  if (elapsed >= duration_s_) t.request_stop(fmt::format("Timer: {:.1f} s elapsed (limit {:.1f} s)", elapsed, duration_s_));
+  const double elapsed =
+      train_s_ + val_s_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - mark_).count();
+  if (elapsed >= duration_s_)
+    t.request_stop(fmt::format("Timer: {:.1f} s elapsed (limit {:.1f} s)", elapsed, duration_s_));
 }
 nlohmann::json TimerCallback::state() const { return {{"train_seconds", train_s_}, {"validate_seconds", val_s_}}; }
 void TimerCallback::load_state(const nlohmann::json& s) {

@@ -33,7 +33,7 @@ struct CheckpointOptions {
   bool save_trainable_only = false;  // frozen parameters and buffers are not stored
   std::int64_t every_n_epochs = 1;
   std::int64_t every_n_train_steps = 0;
-  std::string dirpath;               // empty: <run_dir>/checkpoints
+  std::string dirpath;  // empty: <run_dir>/checkpoints
 
   void visit(FieldVisitor& v);
   void validate() const;
@@ -146,8 +146,8 @@ class ModelSummary final : public Callback {
 };
 
 // The summary as text: one row per module with its parameters and output shape.
-std::string summarize_model(torch::nn::Module& module, const std::vector<std::int64_t>& sample_shape, c10::Device device,
-                            const std::function<at::Tensor(const at::Tensor&)>& forward = nullptr);
+std::string summarize_model(torch::nn::Module& module, const std::vector<std::int64_t>& sample_shape,
+                            c10::Device device, const std::function<at::Tensor(const at::Tensor&)>& forward = nullptr);
 
 class TimerCallback final : public Callback {
  public:

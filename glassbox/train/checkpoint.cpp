@@ -92,11 +92,13 @@ void write_checkpoint(const std::filesystem::path& dir, const Checkpoint& c) {
 
 Checkpoint read_checkpoint(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
-  GB_CHECK(fs::exists(dir), NotFound, "no checkpoint at " << dir.string(), "pass a checkpoint directory such as runs/NAME/checkpoints/last.ckpt");
+  GB_CHECK(fs::exists(dir), NotFound, "no checkpoint at " << dir.string(),
+           "pass a checkpoint directory such as runs/NAME/checkpoints/last.ckpt");
   GB_CHECK(fs::is_directory(dir), InvalidArgument, dir.string() << " is a file; a glassbox checkpoint is a directory",
            "pass the .ckpt directory written by glassbox train");
   for (const char* f : {"state.json", "model.safetensors"}) {
-    GB_CHECK(fs::exists(dir / f), DataLoss, "checkpoint " << dir.string() << " has no " << f, "the checkpoint is incomplete; use another one");
+    GB_CHECK(fs::exists(dir / f), DataLoss, "checkpoint " << dir.string() << " has no " << f,
+             "the checkpoint is incomplete; use another one");
   }
   Checkpoint c;
   c.path = dir;
@@ -104,12 +106,15 @@ Checkpoint read_checkpoint(const std::filesystem::path& dir) {
   try {
     c.state = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    GB_THROW(DataLoss, (dir / "state.json").string() << " is not valid JSON: " << e.what(), "the checkpoint is corrupt; use another one");
+    GB_THROW(DataLoss, (dir / "state.json").string() << " is not valid JSON: " << e.what(),
+             "the checkpoint is corrupt; use another one");
   }
   GB_CHECK(c.state.is_object() && c.state.contains("format") && c.state["format"].is_number_integer(), DataLoss,
-           (dir / "state.json").string() << " is not a glassbox checkpoint state", "use a checkpoint written by glassbox");
+           (dir / "state.json").string() << " is not a glassbox checkpoint state",
+           "use a checkpoint written by glassbox");
   GB_CHECK(c.state["format"].get<int>() <= kCheckpointFormat, FailedPrecondition,
-           "checkpoint format " << c.state["format"].get<int>() << " is newer than this glassbox understands (" << kCheckpointFormat << ")",
+           "checkpoint format " << c.state["format"].get<int>() << " is newer than this glassbox understands ("
+                                << kCheckpointFormat << ")",
            "upgrade glassbox");
   c.model = load_safetensors(dir / "model.safetensors");
   if (fs::exists(dir / "optimizer.safetensors")) c.optimizer = load_safetensors(dir / "optimizer.safetensors");

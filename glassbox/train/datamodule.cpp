@@ -13,10 +13,13 @@ void DataModuleOptions::visit(FieldVisitor& v) {
 void DataModuleOptions::validate() const {
   source.validate();
   loader.validate();
-  GB_CHECK(eval_batch_size >= 0, InvalidArgument, "data.eval_batch_size must be >= 0, got " << eval_batch_size, "use 0 for the default");
+  GB_CHECK(eval_batch_size >= 0, InvalidArgument, "data.eval_batch_size must be >= 0, got " << eval_batch_size,
+           "use 0 for the default");
 }
 
-StandardDataModule::StandardDataModule(DataModuleOptions options) : options_(std::move(options)) { options_.validate(); }
+StandardDataModule::StandardDataModule(DataModuleOptions options) : options_(std::move(options)) {
+  options_.validate();
+}
 
 void StandardDataModule::setup() {
   if (ready_) return;
@@ -38,9 +41,15 @@ data::LoaderOptions StandardDataModule::eval_loader_options() const {
 }
 
 TensorDataModule::TensorDataModule(std::shared_ptr<const data::Dataset> train, std::shared_ptr<const data::Dataset> val,
-                                   std::shared_ptr<const data::Dataset> test, data::LoaderOptions loader, std::int64_t num_classes)
-    : train_(std::move(train)), val_(std::move(val)), test_(std::move(test)), loader_(loader), num_classes_(num_classes) {
-  GB_CHECK(train_ != nullptr, InvalidArgument, "TensorDataModule needs a training set", "pass a dataset as the first argument");
+                                   std::shared_ptr<const data::Dataset> test, data::LoaderOptions loader,
+                                   std::int64_t num_classes)
+    : train_(std::move(train)),
+      val_(std::move(val)),
+      test_(std::move(test)),
+      loader_(loader),
+      num_classes_(num_classes) {
+  GB_CHECK(train_ != nullptr, InvalidArgument, "TensorDataModule needs a training set",
+           "pass a dataset as the first argument");
 }
 
 DataInfo TensorDataModule::info() const {

@@ -33,7 +33,7 @@ class DataModule {
   virtual void setup() = 0;
   virtual DataInfo info() const = 0;
   virtual std::shared_ptr<const data::Dataset> train_dataset() const = 0;
-  virtual std::shared_ptr<const data::Dataset> val_dataset() const = 0;  // may be null
+  virtual std::shared_ptr<const data::Dataset> val_dataset() const = 0;   // may be null
   virtual std::shared_ptr<const data::Dataset> test_dataset() const = 0;  // may be null
   // Loader options for the training split; evaluation splits use eval_loader_options().
   virtual data::LoaderOptions train_loader_options() const = 0;

@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string value_text(double v) {
-  if (std::isfinite(v) && v == std::floor(v) && std::abs(v) < 1e15) return fmt::format("{}", static_cast<std::int64_t>(v));
+  if (std::isfinite(v) && v == std::floor(v) && std::abs(v) < 1e15)
+    return fmt::format("{}", static_cast<std::int64_t>(v));
   return fmt::format("{}", v);
 }
 
@@ -64,11 +65,13 @@ std::vector<std::string> split_fields(const std::string& line) {
 
 // One group value per row of the split's data file, from a separate file.
 std::vector<std::string> read_group_file(const fs::path& path, const std::string& column) {
-  GB_CHECK(fs::exists(path), NotFound, "no group file at " << path.string(), "pass --groups FILE (.npy, .csv with a header, or .txt)");
+  GB_CHECK(fs::exists(path), NotFound, "no group file at " << path.string(),
+           "pass --groups FILE (.npy, .csv with a header, or .txt)");
   const std::string ext = path.extension().string();
   if (ext == ".npy") {
     const at::Tensor t = data::read_npy(path);
-    GB_CHECK(t.dim() == 1 || (t.dim() == 2 && t.size(1) == 1), DataLoss, path.string() << " holds an array of shape " << t.sizes() << ", not [N]",
+    GB_CHECK(t.dim() == 1 || (t.dim() == 2 && t.size(1) == 1), DataLoss,
+             path.string() << " holds an array of shape " << t.sizes() << ", not [N]",
              "save one group value per sample: np.save(path, groups)");
     return tensor_values(t.reshape({-1}));
   }
@@ -76,17 +79,20 @@ std::vector<std::string> read_group_file(const fs::path& path, const std::string
   std::string line;
   std::vector<std::string> values;
   if (ext == ".csv") {
-    GB_CHECK(static_cast<bool>(std::getline(in, line)), DataLoss, path.string() << " is empty", "write a header line, then one row per sample");
+    GB_CHECK(static_cast<bool>(std::getline(in, line)), DataLoss, path.string() << " is empty",
+             "write a header line, then one row per sample");
     const std::vector<std::string> header = split_fields(line);
     std::size_t col = 0;
     if (header.size() > 1 || !column.empty()) {
-      GB_CHECK(!column.empty(), InvalidArgument, path.string() << " has " << header.size() << " columns",
-               "name the group column with --group-column (one of: " + fmt::format("{}", fmt::join(header, ", ")) + ")");
+      GB_CHECK(
+          !column.empty(), InvalidArgument, path.string() << " has " << header.size() << " columns",
+          "name the group column with --group-column (one of: " + fmt::format("{}", fmt::join(header, ", ")) + ")");
       auto it = std::find(header.begin(), header.end(), column);
       if (it == header.end()) {
         const std::string near = closest_match(column, header);
-        GB_CHECK(false, InvalidArgument, path.string() << " has no column '" << column << "'",
-                 (near.empty() ? "columns: " + fmt::format("{}", fmt::join(header, ", ")) : "did you mean '" + near + "'?"));
+        GB_CHECK(
+            false, InvalidArgument, path.string() << " has no column '" << column << "'",
+            (near.empty() ? "columns: " + fmt::format("{}", fmt::join(header, ", ")) : "did you mean '" + near + "'?"));
       }
       col = static_cast<std::size_t>(it - header.begin());
     }
@@ -95,7 +101,8 @@ std::vector<std::string> read_group_file(const fs::path& path, const std::string
       ++row;
       if (trim(line).empty()) continue;
       const auto f = split_fields(line);
-      GB_CHECK(col < f.size(), DataLoss, path.string() << ":" << row << ": " << f.size() << " fields, the header has " << header.size(),
+      GB_CHECK(col < f.size(), DataLoss,
+               path.string() << ":" << row << ": " << f.size() << " fields, the header has " << header.size(),
                "give every row all columns");
       values.push_back(f[col]);
     }
@@ -115,10 +122,12 @@ std::vector<std::string> read_data_column(const DataModuleOptions& d, bool test_
     if (it != names.end()) return it - names.begin();
     char* end = nullptr;
     const long long v = std::strtoll(column.c_str(), &end, 10);
-    if (end != nullptr && *end == '\0' && !column.empty() && v >= 0 && v < static_cast<long long>(names.size())) return v;
+    if (end != nullptr && *end == '\0' && !column.empty() && v >= 0 && v < static_cast<long long>(names.size()))
+      return v;
     const std::string near = closest_match(column, names);
     GB_CHECK(false, InvalidArgument, "the data set has no column '" << column << "'",
-             (near.empty() ? std::string("name a feature column, or give a separate file with --groups") : "did you mean '" + near + "'?"));
+             (near.empty() ? std::string("name a feature column, or give a separate file with --groups")
+                           : "did you mean '" + near + "'?"));
     return -1;
   };
   if (o.format == "csv") {
@@ -142,7 +151,8 @@ std::int64_t parse_class(const std::string& s, const std::vector<std::string>& n
     if (names[i] == s) return static_cast<std::int64_t>(i);
   char* end = nullptr;
   const long long v = std::strtoll(s.c_str(), &end, 10);
-  GB_CHECK(end != nullptr && *end == '\0' && !s.empty() && v >= 0 && v < k, InvalidArgument, "unknown positive class '" << s << "'",
+  GB_CHECK(end != nullptr && *end == '\0' && !s.empty() && v >= 0 && v < k, InvalidArgument,
+           "unknown positive class '" << s << "'",
            fmt::format("give a class index 0..{} or a class name ({})", k - 1, fmt::join(names, ", ")));
   return v;
 }
@@ -151,15 +161,18 @@ std::int64_t parse_class(const std::string& s, const std::vector<std::string>& n
 
 nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
   GB_CHECK(o.bins >= 1, InvalidArgument, "--bins must be >= 1, got " << o.bins, "use 15");
-  GB_CHECK(o.checkpoint.empty() || o.script.model.empty(), InvalidArgument, "--checkpoint and --model are mutually exclusive",
+  GB_CHECK(o.checkpoint.empty() || o.script.model.empty(), InvalidArgument,
+           "--checkpoint and --model are mutually exclusive",
            "evaluate a glassbox checkpoint (--checkpoint) or a TorchScript file (--model), one at a time");
-  LoadedModel m = o.script.model.empty() ? load_checkpoint_for_inference(o.checkpoint, o.device) : load_script_for_inference(o.script, o.device);
+  LoadedModel m = o.script.model.empty() ? load_checkpoint_for_inference(o.checkpoint, o.device)
+                                         : load_script_for_inference(o.script, o.device);
   const auto ds = split_dataset(m, o.split);
   const at::Tensor probs = predict_probabilities(m, *ds, o.batch_size);
   at::Tensor labels = ds->all_targets();
   if (!labels.defined()) labels = ds->get_batch(torch::arange(ds->size(), torch::kLong)).targets;
   labels = labels.to(torch::kCPU, torch::kLong);
-  const at::Tensor index = data::root_indices(*ds, torch::arange(ds->size(), torch::kLong)).to(torch::kLong).contiguous();
+  const at::Tensor index =
+      data::root_indices(*ds, torch::arange(ds->size(), torch::kLong)).to(torch::kLong).contiguous();
   const std::int64_t* file_row = index.data_ptr<std::int64_t>();
   const std::int64_t k = m.info.num_classes;
   std::vector<std::string> names = m.info.class_names;
@@ -182,21 +195,27 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
   std::vector<std::string> notes = j["notes"].get<std::vector<std::string>>();
   {
     at::Tensor train_y = m.data->train_dataset()->all_targets();
-    if (!train_y.defined()) train_y = m.data->train_dataset()->get_batch(torch::arange(m.data->train_dataset()->size(), torch::kLong)).targets;
+    if (!train_y.defined())
+      train_y =
+          m.data->train_dataset()->get_batch(torch::arange(m.data->train_dataset()->size(), torch::kLong)).targets;
     train_y = train_y.to(torch::kLong).contiguous();
-    const std::vector<std::int64_t> ty(train_y.data_ptr<std::int64_t>(), train_y.data_ptr<std::int64_t>() + train_y.numel());
+    const std::vector<std::int64_t> ty(train_y.data_ptr<std::int64_t>(),
+                                       train_y.data_ptr<std::int64_t>() + train_y.numel());
     j["class_weights_balanced"] = {{"split", "train"}, {"weights", metrics::balanced_class_weights(ty, k, &notes)}};
   }
 
   if (!o.groups_file.empty() || !o.group_column.empty()) {
     const bool test_file = o.split == "test";
-    const std::vector<std::string> all = o.groups_file.empty() ? read_data_column(m.config.data, test_file, o.group_column)
-                                                               : read_group_file(o.groups_file, o.group_column);
+    const std::vector<std::string> all = o.groups_file.empty()
+                                             ? read_data_column(m.config.data, test_file, o.group_column)
+                                             : read_group_file(o.groups_file, o.group_column);
     const std::string source = o.groups_file.empty() ? "column '" + o.group_column + "'" : o.groups_file.string();
     const std::int64_t needed = index.numel() > 0 ? index.max().item<std::int64_t>() + 1 : 0;
-    GB_CHECK(static_cast<std::int64_t>(all.size()) >= needed, InvalidArgument,
-             source << " has " << all.size() << " group values, but the " << o.split << " split reaches row " << needed - 1 << " of its data file",
-             std::string("give one value per sample of the ") + (test_file ? "test" : "training") + " file, in file order");
+    GB_CHECK(
+        static_cast<std::int64_t>(all.size()) >= needed, InvalidArgument,
+        source << " has " << all.size() << " group values, but the " << o.split << " split reaches row " << needed - 1
+               << " of its data file",
+        std::string("give one value per sample of the ") + (test_file ? "test" : "training") + " file, in file order");
     std::vector<std::string> groups;
     groups.reserve(static_cast<std::size_t>(index.numel()));
     for (std::int64_t i = 0; i < index.numel(); ++i) groups.push_back(all[static_cast<std::size_t>(file_row[i])]);
@@ -219,7 +238,8 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
     csv += "\n";
     const double* p = in.scores.data();
     for (std::int64_t i = 0; i < rep.num_samples; ++i) {
-      csv += fmt::format("{},{},{}", file_row[i], in.labels[static_cast<std::size_t>(i)], rep.predicted[static_cast<std::size_t>(i)]);
+      csv += fmt::format("{},{},{}", file_row[i], in.labels[static_cast<std::size_t>(i)],
+                         rep.predicted[static_cast<std::size_t>(i)]);
       for (std::int64_t c = 0; c < k; ++c) csv += fmt::format(",{}", p[i * k + c]);
       csv += "\n";
     }
@@ -236,35 +256,45 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
 
 std::string format_eval_summary(const nlohmann::json& j) {
   std::string s;
-  s += fmt::format("{} split: {} samples, {} classes ({} {})\n", j.value("split", "?"), j.value("num_samples", 0), j.value("num_classes", 0),
-                   j.contains("model_file") ? "model" : "checkpoint", j.value("model_file", j.value("checkpoint", "?")));
+  s += fmt::format("{} split: {} samples, {} classes ({} {})\n", j.value("split", "?"), j.value("num_samples", 0),
+                   j.value("num_classes", 0), j.contains("model_file") ? "model" : "checkpoint",
+                   j.value("model_file", j.value("checkpoint", "?")));
   const auto& base = j["majority_baseline"];
-  s += fmt::format("accuracy {:.4f}   balanced accuracy {:.4f}   majority-class baseline {:.4f} (class {} '{}')\n", j.value("accuracy", 0.0),
-                   j.value("balanced_accuracy", 0.0), base.value("accuracy", 0.0), base.value("class", 0), base.value("name", ""));
+  s += fmt::format("accuracy {:.4f}   balanced accuracy {:.4f}   majority-class baseline {:.4f} (class {} '{}')\n",
+                   j.value("accuracy", 0.0), j.value("balanced_accuracy", 0.0), base.value("accuracy", 0.0),
+                   base.value("class", 0), base.value("name", ""));
   if (j.contains("top_k_accuracy")) {
     std::string tk;
-    for (auto it = j["top_k_accuracy"].begin(); it != j["top_k_accuracy"].end(); ++it) tk += fmt::format("  top-{} {:.4f}", it.key(), it.value().get<double>());
+    for (auto it = j["top_k_accuracy"].begin(); it != j["top_k_accuracy"].end(); ++it)
+      tk += fmt::format("  top-{} {:.4f}", it.key(), it.value().get<double>());
     s += tk.substr(2) + "\n";
   }
-  const auto num = [](const nlohmann::json& v) { return v.is_number() ? fmt::format("{:.4f}", v.get<double>()) : std::string("     -"); };
-  s += fmt::format("\n{:>3}  {:<20} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9}\n", "", "class", "precision", "recall", "f1", "support", "AP", "ROC AUC");
+  const auto num = [](const nlohmann::json& v) {
+    return v.is_number() ? fmt::format("{:.4f}", v.get<double>()) : std::string("     -");
+  };
+  s += fmt::format("\n{:>3}  {:<20} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9}\n", "", "class", "precision", "recall", "f1",
+                   "support", "AP", "ROC AUC");
   for (const auto& c : j["per_class"]) {
-    s += fmt::format("{:>3}  {:<20} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9}\n", c.value("class", 0), c.value("name", "").substr(0, 20), num(c["precision"]),
-                     num(c["recall"]), num(c["f1"]), c.value("support", 0), num(c["average_precision"]), num(c["roc_auc"]));
+    s += fmt::format("{:>3}  {:<20} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9}\n", c.value("class", 0),
+                     c.value("name", "").substr(0, 20), num(c["precision"]), num(c["recall"]), num(c["f1"]),
+                     c.value("support", 0), num(c["average_precision"]), num(c["roc_auc"]));
   }
   for (const char* avg : {"micro", "macro", "weighted"}) {
     const auto& a = j["averages"][avg];
-    s += fmt::format("     {:<20} {:>9} {:>9} {:>9}\n", std::string(avg) + " avg", num(a["precision"]), num(a["recall"]), num(a["f1"]));
+    s += fmt::format("     {:<20} {:>9} {:>9} {:>9}\n", std::string(avg) + " avg", num(a["precision"]),
+                     num(a["recall"]), num(a["f1"]));
   }
-  s += fmt::format("\nECE (15 bins) {:.4f}   macro AP {:.4f}   macro ROC AUC {}\n", j["calibration"].value("ece", 0.0), j.value("average_precision_macro", 0.0),
-                   num(j["roc_auc_ovr_macro"]));
+  s += fmt::format("\nECE (15 bins) {:.4f}   macro AP {:.4f}   macro ROC AUC {}\n", j["calibration"].value("ece", 0.0),
+                   j.value("average_precision_macro", 0.0), num(j["roc_auc_ovr_macro"]));
   if (j["imbalance"]["warning"].is_string()) s += "warning: " + j["imbalance"]["warning"].get<std::string>() + "\n";
   if (j.contains("fairness")) {
     const auto& f = j["fairness"];
-    s += fmt::format("\nfairness by {} (privileged '{}', threshold {:g}):\n", f.value("attribute", ""), f.value("privileged", ""), f.value("threshold", 0.1));
+    s += fmt::format("\nfairness by {} (privileged '{}', threshold {:g}):\n", f.value("attribute", ""),
+                     f.value("privileged", ""), f.value("threshold", 0.1));
     for (const auto& g : f["groups"])
-      s += fmt::format("  {:<12} n={:<6} selection {:.4f}  TPR {:.4f}  FPR {:.4f}  accuracy {:.4f}\n", g.value("group", ""), g.value("support", 0),
-                       g.value("selection_rate", 0.0), g.value("tpr", 0.0), g.value("fpr", 0.0), g.value("accuracy", 0.0));
+      s += fmt::format("  {:<12} n={:<6} selection {:.4f}  TPR {:.4f}  FPR {:.4f}  accuracy {:.4f}\n",
+                       g.value("group", ""), g.value("support", 0), g.value("selection_rate", 0.0), g.value("tpr", 0.0),
+                       g.value("fpr", 0.0), g.value("accuracy", 0.0));
     for (const auto& fl : f["flags"]) s += "  flag: " + fl.value("message", "") + "\n";
   }
   for (const auto& n : j["notes"]) s += "note: " + n.get<std::string>() + "\n";

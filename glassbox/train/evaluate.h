@@ -44,12 +44,12 @@ struct EvalOptions {
   std::filesystem::path out_dir;  // empty: <run_dir>/eval
   std::string device = "cpu";
   std::int64_t batch_size = 512;
-  std::int64_t bins = 15;          // calibration bins
+  std::int64_t bins = 15;  // calibration bins
   // Fairness (off unless groups_file or group_column is given).
   std::filesystem::path groups_file;
   std::string group_column;
-  std::string positive_class;      // class name or index; empty: class 1 of two, else every class
-  std::string privileged;          // empty: the largest group
+  std::string positive_class;  // class name or index; empty: class 1 of two, else every class
+  std::string privileged;      // empty: the largest group
   double fairness_threshold = 0.1;
   bool write = true;
 };

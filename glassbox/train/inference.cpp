@@ -29,7 +29,8 @@ namespace {
 std::string shape_text(const std::vector<std::int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
 std::vector<std::string> read_labels(const fs::path& path) {
-  GB_CHECK(fs::is_regular_file(path), NotFound, "no labels file " << path.string(), "give --labels FILE with one class name per line");
+  GB_CHECK(fs::is_regular_file(path), NotFound, "no labels file " << path.string(),
+           "give --labels FILE with one class name per line");
   std::istringstream in(read_file(path));
   std::vector<std::string> out;
   std::string line;
@@ -38,7 +39,8 @@ std::vector<std::string> read_labels(const fs::path& path) {
     if (a == std::string::npos) continue;
     out.push_back(line.substr(a, line.find_last_not_of(" \t\r") - a + 1));
   }
-  GB_CHECK(!out.empty(), InvalidArgument, "labels file " << path.string() << " holds no names", "write one class name per line");
+  GB_CHECK(!out.empty(), InvalidArgument, "labels file " << path.string() << " holds no names",
+           "write one class name per line");
   return out;
 }
 
@@ -77,8 +79,8 @@ std::string default_channel_order(const std::vector<std::int64_t>& shape) {
 }  // namespace
 
 bool ContractFlags::empty() const {
-  return input_shape.empty() && mean.empty() && std.empty() && scale == 0 && labels.empty() && num_classes == 0 && output_kind.empty() &&
-         channel_order.empty();
+  return input_shape.empty() && mean.empty() && std.empty() && scale == 0 && labels.empty() && num_classes == 0 &&
+         output_kind.empty() && channel_order.empty();
 }
 
 nn::ModelContract resolve_contract(const ScriptSource& s, nn::Model* model, std::string* origin) {
@@ -92,7 +94,8 @@ nn::ModelContract resolve_contract(const ScriptSource& s, nn::Model* model, std:
     const fs::path repo_contract = version.parent_path() / "contract.json";
     if (fs::is_regular_file(beside)) {
       sidecar = beside;
-    } else if (!v.empty() && std::all_of(v.begin(), v.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; }) && fs::is_regular_file(repo_contract)) {
+    } else if (!v.empty() && std::all_of(v.begin(), v.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; }) &&
+               fs::is_regular_file(repo_contract)) {
       sidecar = repo_contract;
     }
   }
@@ -111,8 +114,10 @@ nn::ModelContract resolve_contract(const ScriptSource& s, nn::Model* model, std:
     fs::path beside = s.model;
     beside.replace_extension(".json");
     GB_CHECK(!f.input_shape.empty(), InvalidArgument,
-             "no contract for " << s.model.string() << " (no " << beside.filename().string() << " beside it, no --contract, no --input-shape)",
-             "write " + beside.string() + " (docs/import.md) or describe the input with --input-shape 1,28,28 [--mean M --std S --labels FILE]");
+             "no contract for " << s.model.string() << " (no " << beside.filename().string()
+                                << " beside it, no --contract, no --input-shape)",
+             "write " + beside.string() +
+                 " (docs/import.md) or describe the input with --input-shape 1,28,28 [--mean M --std S --labels FILE]");
     from = "flags";
     c.architecture = "torchscript";
     c.name = s.model.stem().string();
@@ -205,9 +210,11 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
   m.config.model.name = "torchscript";
   const auto check_shape = [&](const std::vector<std::int64_t>& data_shape) {
     GB_CHECK(data_shape == c.input_shape, InvalidArgument,
-             "the model expects inputs of shape " << shape_text(c.input_shape) << " (" << m.contract_source << "), the data's samples have shape "
-                                                  << shape_text(data_shape) << " (" << d.format << " data in " << d.root << ")",
-             "point the [data] section (CONFIG or --set data.root=...) at the data the model was trained on, or fix input.shape");
+             "the model expects inputs of shape " << shape_text(c.input_shape) << " (" << m.contract_source
+                                                  << "), the data's samples have shape " << shape_text(data_shape)
+                                                  << " (" << d.format << " data in " << d.root << ")",
+             "point the [data] section (CONFIG or --set data.root=...) at the data the model was trained on, or fix "
+             "input.shape");
   };
   m.data = std::make_unique<StandardDataModule>(m.config.data);
   try {
@@ -233,14 +240,17 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
 }
 
 LoadedModel load_checkpoint_for_inference(const fs::path& checkpoint, const std::string& device) {
-  GB_CHECK(!checkpoint.empty(), InvalidArgument, "no checkpoint given", "pass --checkpoint runs/NAME/checkpoints/last.ckpt");
-  GB_CHECK(fs::exists(checkpoint), NotFound, "no checkpoint at " << checkpoint.string(), "pass --checkpoint runs/NAME/checkpoints/last.ckpt");
+  GB_CHECK(!checkpoint.empty(), InvalidArgument, "no checkpoint given",
+           "pass --checkpoint runs/NAME/checkpoints/last.ckpt");
+  GB_CHECK(fs::exists(checkpoint), NotFound, "no checkpoint at " << checkpoint.string(),
+           "pass --checkpoint runs/NAME/checkpoints/last.ckpt");
   Checkpoint ck = read_checkpoint(checkpoint);
   LoadedModel m;
   m.checkpoint = checkpoint;
   const fs::path abs = fs::absolute(checkpoint).lexically_normal();
   const fs::path ck_dir = abs.has_filename() ? abs : abs.parent_path();
-  m.run_dir = ck_dir.parent_path().filename() == "checkpoints" ? ck_dir.parent_path().parent_path() : ck_dir.parent_path();
+  m.run_dir =
+      ck_dir.parent_path().filename() == "checkpoints" ? ck_dir.parent_path().parent_path() : ck_dir.parent_path();
   GB_CHECK(ck.state.contains("config") && ck.state["config"].is_string(), DataLoss,
            "checkpoint " << checkpoint.string() << " carries no configuration (state.json has no \"config\")",
            "evaluate a checkpoint written by glassbox train");
@@ -284,7 +294,8 @@ at::Tensor predict_probabilities(LoadedModel& m, const data::Dataset& dataset, s
     const at::Tensor idx = torch::arange(start, std::min(n, start + batch_size), torch::kLong);
     data::Batch b = dataset.get_batch(idx);
     at::Tensor out = m.model->forward(b.inputs.to(m.device));
-    GB_CHECK(out.dim() == 2, FailedPrecondition, "the model's output has shape " << out.sizes() << ", not [batch, classes]",
+    GB_CHECK(out.dim() == 2, FailedPrecondition,
+             "the model's output has shape " << out.sizes() << ", not [batch, classes]",
              "evaluate a classification model");
     out = out.to(torch::kCPU, torch::kDouble);
     parts.push_back(m.outputs_probabilities ? out : torch::softmax(out, 1));

@@ -85,7 +85,7 @@ struct ScriptSource {
   std::filesystem::path model;     // a torch.jit.save file
   std::filesystem::path contract;  // empty: <model path without extension>.json when it exists
   ContractFlags flags;
-  DataModuleOptions data;          // where the samples come from (a config's [data] section)
+  DataModuleOptions data;  // where the samples come from (a config's [data] section)
 };
 
 // The sidecar (source.contract, or the one beside the model) with the flags applied, or the

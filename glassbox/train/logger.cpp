@@ -54,8 +54,10 @@ void MetricsLogger::flush_csv() {
       if (i) os << ",";
       auto it = r.find(columns_[i]);
       if (it == r.end() || it->is_null()) continue;
-      if (it->is_string()) os << it->get<std::string>();
-      else os << it->dump();
+      if (it->is_string())
+        os << it->get<std::string>();
+      else
+        os << it->dump();
     }
     os << "\n";
   }

@@ -18,16 +18,20 @@ void OptimizerOptions::visit(FieldVisitor& v) {
   v.field("betas", betas, "adam/adamw: [beta1, beta2]");
   v.field("eps", eps, "adam/adamw: term added to the denominator");
   v.field("amsgrad", amsgrad, "adam/adamw: AMSGrad variant");
-  v.choice("implementation", implementation, {"auto", "fused", "foreach"}, "kernel family: fused (adam/adamw), foreach, or auto");
+  v.choice("implementation", implementation, {"auto", "fused", "foreach"},
+           "kernel family: fused (adam/adamw), foreach, or auto");
   v.field("no_decay_for_bias_and_norm", no_decay_for_bias_and_norm, "exclude biases and 1-d weights from weight decay");
 }
 
 void OptimizerOptions::validate() const {
-  GB_CHECK(lr >= 0 && std::isfinite(lr), InvalidArgument, "optim.lr must be a finite number >= 0, got " << lr, "use e.g. 1e-3");
-  GB_CHECK(weight_decay >= 0, InvalidArgument, "optim.weight_decay must be >= 0, got " << weight_decay, "use e.g. 1e-4");
+  GB_CHECK(lr >= 0 && std::isfinite(lr), InvalidArgument, "optim.lr must be a finite number >= 0, got " << lr,
+           "use e.g. 1e-3");
+  GB_CHECK(weight_decay >= 0, InvalidArgument, "optim.weight_decay must be >= 0, got " << weight_decay,
+           "use e.g. 1e-4");
   GB_CHECK(momentum >= 0, InvalidArgument, "optim.momentum must be >= 0, got " << momentum, "use e.g. 0.9");
   GB_CHECK(!nesterov || (momentum > 0 && dampening == 0), InvalidArgument,
-           "optim.nesterov needs momentum > 0 and dampening = 0 (got momentum " << momentum << ", dampening " << dampening << ")",
+           "optim.nesterov needs momentum > 0 and dampening = 0 (got momentum " << momentum << ", dampening "
+                                                                                << dampening << ")",
            "set optim.momentum = 0.9");
   GB_CHECK(betas.size() == 2 && betas[0] >= 0 && betas[0] < 1 && betas[1] >= 0 && betas[1] < 1, InvalidArgument,
            "optim.betas must be two numbers in [0, 1)", "use [0.9, 0.999]");
@@ -54,7 +58,8 @@ std::vector<ParamGroup> make_param_groups(const torch::nn::Module& module, const
   return groups;
 }
 
-Optimizer::Optimizer(std::vector<ParamGroup> groups, OptimizerOptions options) : options_(std::move(options)), groups_(std::move(groups)) {
+Optimizer::Optimizer(std::vector<ParamGroup> groups, OptimizerOptions options)
+    : options_(std::move(options)), groups_(std::move(groups)) {
   options_.validate();
   for (auto& g : groups_) slots_.emplace_back(g.params.size());
   if (options_.name == "sgd") {
@@ -88,8 +93,10 @@ void Optimizer::zero_grad(bool set_to_none) {
 void Optimizer::step() {
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < groups_.size(); ++i) {
-    if (options_.name == "sgd") step_sgd(groups_[i], slots_[i]);
-    else step_adam(groups_[i], slots_[i], options_.name == "adamw");
+    if (options_.name == "sgd")
+      step_sgd(groups_[i], slots_[i]);
+    else
+      step_adam(groups_[i], slots_[i], options_.name == "adamw");
   }
 }
 
@@ -160,9 +167,11 @@ void Optimizer::step_adam(ParamGroup& g, std::vector<Slot>& slots, bool decouple
   at::_foreach_add_(steps, 1.0);
   if (impl_ == "fused") {
     if (decoupled) {
-      at::_fused_adamw_(params, grads, m1, m2, vmax, steps, g.lr, beta1, beta2, g.weight_decay, options_.eps, options_.amsgrad, false);
+      at::_fused_adamw_(params, grads, m1, m2, vmax, steps, g.lr, beta1, beta2, g.weight_decay, options_.eps,
+                        options_.amsgrad, false);
     } else {
-      at::_fused_adam_(params, grads, m1, m2, vmax, steps, g.lr, beta1, beta2, g.weight_decay, options_.eps, options_.amsgrad, false);
+      at::_fused_adam_(params, grads, m1, m2, vmax, steps, g.lr, beta1, beta2, g.weight_decay, options_.eps,
+                       options_.amsgrad, false);
     }
     return;
   }
@@ -213,7 +222,8 @@ nlohmann::json Optimizer::state_json() const {
   j["name"] = options_.name;
   j["lrs"] = lrs();
   nlohmann::json groups = nlohmann::json::array();
-  for (const auto& g : groups_) groups.push_back({{"params", g.names}, {"weight_decay", g.weight_decay}, {"momentum", g.momentum}});
+  for (const auto& g : groups_)
+    groups.push_back({{"params", g.names}, {"weight_decay", g.weight_decay}, {"momentum", g.momentum}});
   j["groups"] = groups;
   return j;
 }
@@ -224,7 +234,8 @@ void Optimizer::load_state(const SafetensorsFile& tensors, const nlohmann::json&
            "resume with the same optim.name, or start a new run");
   const auto lrs_saved = json.at("lrs").get<std::vector<double>>();
   GB_CHECK(lrs_saved.size() == groups_.size(), FailedPrecondition,
-           "the checkpoint has " << lrs_saved.size() << " parameter groups, this run " << groups_.size(), "resume with the same optimiser options");
+           "the checkpoint has " << lrs_saved.size() << " parameter groups, this run " << groups_.size(),
+           "resume with the same optimiser options");
   torch::NoGradGuard no_grad;
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     groups_[gi].lr = lrs_saved[gi];
@@ -238,9 +249,10 @@ void Optimizer::load_state(const SafetensorsFile& tensors, const nlohmann::json&
         const at::Tensor* t = tensors.find(n + "." + slot);
         if (t == nullptr) return {};
         if (like_param) {
-          GB_CHECK(t->sizes() == p.sizes(), FailedPrecondition,
-                   "optimiser state " << n << "." << slot << " has shape " << t->sizes() << ", the parameter " << p.sizes(),
-                   "the checkpoint belongs to another architecture");
+          GB_CHECK(
+              t->sizes() == p.sizes(), FailedPrecondition,
+              "optimiser state " << n << "." << slot << " has shape " << t->sizes() << ", the parameter " << p.sizes(),
+              "the checkpoint belongs to another architecture");
           return t->to(p.device(), p.scalar_type());
         }
         return t->to(p.device());

@@ -28,14 +28,14 @@ namespace glassbox::train {
 struct OptimizerOptions {
   std::string name = "adam";  // sgd | adam | adamw
   double lr = 1e-3;
-  double weight_decay = 0.0;  // sgd/adam: L2 added to the gradient; adamw: decoupled
-  double momentum = 0.0;      // sgd
-  double dampening = 0.0;     // sgd
-  bool nesterov = false;      // sgd
+  double weight_decay = 0.0;              // sgd/adam: L2 added to the gradient; adamw: decoupled
+  double momentum = 0.0;                  // sgd
+  double dampening = 0.0;                 // sgd
+  bool nesterov = false;                  // sgd
   std::vector<double> betas{0.9, 0.999};  // adam/adamw
   double eps = 1e-8;
   bool amsgrad = false;
-  std::string implementation = "auto";  // auto | fused | foreach
+  std::string implementation = "auto";      // auto | fused | foreach
   bool no_decay_for_bias_and_norm = false;  // put biases and 1-d (norm) weights in a group without weight decay
 
   void visit(FieldVisitor& v);

@@ -40,7 +40,8 @@ TEST(OptimizerReference, MatchesTorchOptimAfterSixSteps) {
       }
       Optimizer opt({g}, o);
       for (const auto& step_grads : ref["grads"]) {
-        for (std::size_t i = 0; i < g.params.size(); ++i) g.params[i].mutable_grad() = from_json(step_grads[i], ref["shapes"][i]);
+        for (std::size_t i = 0; i < g.params.size(); ++i)
+          g.params[i].mutable_grad() = from_json(step_grads[i], ref["shapes"][i]);
         opt.step();
       }
       for (std::size_t i = 0; i < g.params.size(); ++i) {

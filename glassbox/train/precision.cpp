@@ -7,7 +7,8 @@
 
 namespace glassbox::train {
 
-AutocastScope::AutocastScope(c10::DeviceType device, c10::ScalarType dtype, bool enabled) : device_(device), enabled_(enabled) {
+AutocastScope::AutocastScope(c10::DeviceType device, c10::ScalarType dtype, bool enabled)
+    : device_(device), enabled_(enabled) {
   if (!enabled_) return;
   prev_enabled_ = at::autocast::is_autocast_enabled(device_);
   prev_dtype_ = at::autocast::get_autocast_dtype(device_);
@@ -31,7 +32,8 @@ Precision::Precision(const std::string& mode, c10::Device device) : mode_(mode),
     return;
   }
   if (mode == "16-mixed") {
-    GB_CHECK(device.is_cuda(), InvalidArgument, "trainer.precision = \"16-mixed\" needs a CUDA device, this run uses " << device.str(),
+    GB_CHECK(device.is_cuda(), InvalidArgument,
+             "trainer.precision = \"16-mixed\" needs a CUDA device, this run uses " << device.str(),
              "use trainer.precision = \"bf16-mixed\" on CPU");
     autocast_ = true;
     dtype_ = c10::kHalf;
@@ -74,7 +76,8 @@ double Precision::current_scale() const { return scaler_ ? scale_.item<double>()
 
 at::Tensor Precision::scaler_state() const {
   if (!scaler_) return {};
-  return torch::stack({scale_.to(torch::kCPU, torch::kDouble).squeeze(), growth_tracker_.to(torch::kCPU, torch::kDouble).squeeze()});
+  return torch::stack(
+      {scale_.to(torch::kCPU, torch::kDouble).squeeze(), growth_tracker_.to(torch::kCPU, torch::kDouble).squeeze()});
 }
 
 void Precision::load_scaler_state(const at::Tensor& state) {

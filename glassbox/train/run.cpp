@@ -56,16 +56,19 @@ nlohmann::json run_training(RunConfig config, const RunOptions& options, std::os
   Trainer trainer(config.trainer, config.optim, config.scheduler, writes ? run_dir : fs::path());
   trainer.set_config_text(config.to_toml_text());
   if (config.trainer.enable_model_summary && !options.quiet) {
-    trainer.add_callback(std::make_unique<ModelSummary>(out, info.sample_shape, [model_ptr](const at::Tensor& x) { return model_ptr->forward(x); }));
+    trainer.add_callback(std::make_unique<ModelSummary>(
+        out, info.sample_shape, [model_ptr](const at::Tensor& x) { return model_ptr->forward(x); }));
   }
-  if (config.trainer.enable_progress_bar && !options.quiet) trainer.add_callback(std::make_unique<ProgressBarCallback>(out));
+  if (config.trainer.enable_progress_bar && !options.quiet)
+    trainer.add_callback(std::make_unique<ProgressBarCallback>(out));
   trainer.add_callback(std::make_unique<LearningRateMonitor>());
   auto timer = std::make_unique<TimerCallback>();
   TimerCallback* timer_ptr = timer.get();
   trainer.add_callback(std::move(timer));
   if (config.early_stopping.enabled) trainer.add_callback(std::make_unique<EarlyStopping>(config.early_stopping));
   CheckpointOptions ck = config.checkpoint;
-  if (!data.val_dataset() && ck.monitor.rfind("val_", 0) == 0) ck.monitor = "";  // nothing to monitor without validation
+  if (!data.val_dataset() && ck.monitor.rfind("val_", 0) == 0)
+    ck.monitor = "";  // nothing to monitor without validation
   auto checkpoint = std::make_unique<ModelCheckpoint>(ck);
   ModelCheckpoint* ckpt = checkpoint.get();
   trainer.add_callback(std::move(checkpoint));
@@ -89,9 +92,12 @@ nlohmann::json run_training(RunConfig config, const RunOptions& options, std::os
 
   nlohmann::json summary;
   summary["test"] = {{"accuracy", test.accuracy}, {"loss", test.loss}, {"samples", test.samples}};
-  summary["best_checkpoint"] = ckpt->best_model_path().empty() ? nlohmann::json(nullptr) : nlohmann::json(ckpt->best_model_path());
-  summary["best_score"] = ckpt->best_model_path().empty() ? nlohmann::json(nullptr) : nlohmann::json(ckpt->best_model_score());
-  summary["last_checkpoint"] = ckpt->last_model_path().empty() ? nlohmann::json(nullptr) : nlohmann::json(ckpt->last_model_path());
+  summary["best_checkpoint"] =
+      ckpt->best_model_path().empty() ? nlohmann::json(nullptr) : nlohmann::json(ckpt->best_model_path());
+  summary["best_score"] =
+      ckpt->best_model_path().empty() ? nlohmann::json(nullptr) : nlohmann::json(ckpt->best_model_score());
+  summary["last_checkpoint"] =
+      ckpt->last_model_path().empty() ? nlohmann::json(nullptr) : nlohmann::json(ckpt->last_model_path());
   summary["tested_with"] = tested_with;
   summary["wall_seconds"] = wall;
   summary["fit_seconds"] = fit_seconds;
@@ -116,9 +122,11 @@ nlohmann::json run_training(RunConfig config, const RunOptions& options, std::os
   for (const auto& [k, v] : trainer.callback_metrics()) summary["final_metrics"][k] = v;
   if (writes) write_file_atomic(run_dir / "summary.json", summary.dump(2) + "\n");
   if (!options.quiet) {
-    out << fmt::format("test accuracy {:.4f}  test loss {:.4f}  ({} samples, {})\n", test.accuracy, test.loss, test.samples, tested_with);
-    out << fmt::format("{} epochs, {} steps in {:.1f} s ({:.0f} train samples/s); stopped: {}\n", trainer.current_epoch(),
-                       trainer.global_step(), wall, trainer.samples_per_second(), trainer.stop_reason());
+    out << fmt::format("test accuracy {:.4f}  test loss {:.4f}  ({} samples, {})\n", test.accuracy, test.loss,
+                       test.samples, tested_with);
+    out << fmt::format("{} epochs, {} steps in {:.1f} s ({:.0f} train samples/s); stopped: {}\n",
+                       trainer.current_epoch(), trainer.global_step(), wall, trainer.samples_per_second(),
+                       trainer.stop_reason());
     if (writes) out << "run directory: " << run_dir.string() << "\n";
   }
   return summary;

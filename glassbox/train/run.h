@@ -24,10 +24,10 @@ class Trainer;
 class TaskModule;
 
 struct RunOptions {
-  std::filesystem::path run_dir;      // empty: runs/<run.name>
-  std::filesystem::path resume;       // checkpoint to resume from (continues in its run directory)
-  bool overwrite = false;             // replace an existing run directory
-  bool quiet = false;                 // no summary / progress output
+  std::filesystem::path run_dir;  // empty: runs/<run.name>
+  std::filesystem::path resume;   // checkpoint to resume from (continues in its run directory)
+  bool overwrite = false;         // replace an existing run directory
+  bool quiet = false;             // no summary / progress output
   // Called after the built-in callbacks are added and before fit: adds more (e.g. glassbox/inspect's
   // diagnostics, which train cannot depend on). run_dir is empty when nothing is written.
   std::function<void(Trainer&, TaskModule&, const std::filesystem::path& run_dir, std::ostream& out)> configure;

@@ -33,15 +33,18 @@ void RunConfig::validate() const {
 }
 
 void DiagnosticsOptions::validate() const {
-  GB_CHECK(probe_every_n_steps >= 0, InvalidArgument, "diagnostics.probe_every_n_steps must be >= 0, got " << probe_every_n_steps,
-           "use 0 (off) or e.g. 50");
-  GB_CHECK(histogram_every_n_steps >= 1, InvalidArgument, "diagnostics.histogram_every_n_steps must be >= 1, got " << histogram_every_n_steps,
-           "use e.g. 500");
-  GB_CHECK(dead_after_probes >= 1, InvalidArgument, "diagnostics.dead_after_probes must be >= 1, got " << dead_after_probes, "use e.g. 5");
+  GB_CHECK(probe_every_n_steps >= 0, InvalidArgument,
+           "diagnostics.probe_every_n_steps must be >= 0, got " << probe_every_n_steps, "use 0 (off) or e.g. 50");
+  GB_CHECK(histogram_every_n_steps >= 1, InvalidArgument,
+           "diagnostics.histogram_every_n_steps must be >= 1, got " << histogram_every_n_steps, "use e.g. 500");
+  GB_CHECK(dead_after_probes >= 1, InvalidArgument,
+           "diagnostics.dead_after_probes must be >= 1, got " << dead_after_probes, "use e.g. 5");
   GB_CHECK(grad_norm_low >= 0 && grad_norm_high > grad_norm_low, InvalidArgument,
-           "diagnostics.grad_norm_low (" << grad_norm_low << ") must be >= 0 and below grad_norm_high (" << grad_norm_high << ")",
+           "diagnostics.grad_norm_low (" << grad_norm_low << ") must be >= 0 and below grad_norm_high ("
+                                         << grad_norm_high << ")",
            "use 0.01 and 100");
-  GB_CHECK(images >= 0 && images <= 256, InvalidArgument, "diagnostics.images must be in [0, 256], got " << images, "use 16");
+  GB_CHECK(images >= 0 && images <= 256, InvalidArgument, "diagnostics.images must be in [0, 256], got " << images,
+           "use 16");
 }
 
 std::string RunConfig::to_toml_text() { return glassbox::to_toml(visit_fn(*this)); }

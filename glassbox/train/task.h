@@ -44,7 +44,9 @@ class TaskModule {
   virtual StepOutput validation_step(const data::Batch& batch) { return training_step(batch); }
   virtual StepOutput test_step(const data::Batch& batch) { return validation_step(batch); }
   // Default: make_param_groups(module(), options).
-  virtual std::vector<ParamGroup> param_groups(const OptimizerOptions& options) { return make_param_groups(module(), options); }
+  virtual std::vector<ParamGroup> param_groups(const OptimizerOptions& options) {
+    return make_param_groups(module(), options);
+  }
 };
 
 // Classification with a zoo (or any) Model and a Loss.

@@ -13,7 +13,8 @@
 
 namespace glassbox::train {
 
-Trainer::Trainer(TrainerOptions options, OptimizerOptions optimizer, SchedulerOptions scheduler, std::filesystem::path run_dir)
+Trainer::Trainer(TrainerOptions options, OptimizerOptions optimizer, SchedulerOptions scheduler,
+                 std::filesystem::path run_dir)
     : options_(std::move(options)),
       optimizer_options_(std::move(optimizer)),
       scheduler_options_(std::move(scheduler)),
@@ -102,7 +103,8 @@ void Trainer::setup(TaskModule& task, DataModule& data) {
       for (const auto& p : task.module().named_parameters(true)) names.push_back(p.key());
       const std::string near = closest_match(options_.freeze[i], names);
       GB_THROW(InvalidArgument, "trainer.freeze pattern \"" << options_.freeze[i] << "\" matches no parameter",
-               near.empty() ? "patterns are globs over parameter names such as \"features.*\"" : "did you mean \"" + near + "\"?");
+               near.empty() ? "patterns are globs over parameter names such as \"features.*\""
+                            : "did you mean \"" + near + "\"?");
     }
   }
   trainable_.clear();
@@ -126,29 +128,37 @@ void Trainer::setup(TaskModule& task, DataModule& data) {
   }
   train_loader_ = std::make_unique<data::Loader>(train_set_, lo);
   const std::int64_t full = train_loader_->num_batches();
-  num_train_batches_ = options_.fast_dev_run > 0 ? std::min(options_.fast_dev_run, full)
-                                                 : resolve_batches(options_.limit_train_batches, full, "limit_train_batches");
-  GB_CHECK(num_train_batches_ > 0, InvalidArgument,
-           "no training batches: the training set has " << train_set_->size() << " samples, batch_size " << lo.batch_size,
-           "lower data.loader.batch_size, turn off drop_last, or raise trainer.limit_train_batches");
+  num_train_batches_ = options_.fast_dev_run > 0
+                           ? std::min(options_.fast_dev_run, full)
+                           : resolve_batches(options_.limit_train_batches, full, "limit_train_batches");
+  GB_CHECK(
+      num_train_batches_ > 0, InvalidArgument,
+      "no training batches: the training set has " << train_set_->size() << " samples, batch_size " << lo.batch_size,
+      "lower data.loader.batch_size, turn off drop_last, or raise trainer.limit_train_batches");
   if (options_.val_check_interval > 1.0) {
     val_every_batches_ = static_cast<std::int64_t>(options_.val_check_interval);
     GB_CHECK(val_every_batches_ <= num_train_batches_, InvalidArgument,
-             "trainer.val_check_interval = " << val_every_batches_ << " batches is more than an epoch (" << num_train_batches_ << " batches)",
+             "trainer.val_check_interval = " << val_every_batches_ << " batches is more than an epoch ("
+                                             << num_train_batches_ << " batches)",
              "use a fraction such as 0.5, or at most " + std::to_string(num_train_batches_));
   } else {
-    val_every_batches_ = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(options_.val_check_interval * static_cast<double>(num_train_batches_))));
+    val_every_batches_ = std::max<std::int64_t>(
+        1,
+        static_cast<std::int64_t>(std::floor(options_.val_check_interval * static_cast<double>(num_train_batches_))));
   }
 
   auto groups = task.param_groups(optimizer_options_);
   optimizer_ = std::make_unique<Optimizer>(std::move(groups), optimizer_options_);
-  const std::int64_t steps_per_epoch = (num_train_batches_ + options_.accumulate_grad_batches - 1) / options_.accumulate_grad_batches;
+  const std::int64_t steps_per_epoch =
+      (num_train_batches_ + options_.accumulate_grad_batches - 1) / options_.accumulate_grad_batches;
   std::int64_t epochs_for_schedule = options_.max_epochs;
-  if (options_.max_steps > 0 && (options_.max_epochs < 0 || options_.max_steps < options_.max_epochs * steps_per_epoch)) {
+  if (options_.max_steps > 0 &&
+      (options_.max_epochs < 0 || options_.max_steps < options_.max_epochs * steps_per_epoch)) {
     epochs_for_schedule = -1;
   }
-  scheduler_ = make_scheduler(scheduler_options_, optimizer_->lrs(), steps_per_epoch,
-                              epochs_for_schedule > 0 ? epochs_for_schedule : (options_.max_steps + steps_per_epoch - 1) / steps_per_epoch);
+  scheduler_ = make_scheduler(
+      scheduler_options_, optimizer_->lrs(), steps_per_epoch,
+      epochs_for_schedule > 0 ? epochs_for_schedule : (options_.max_steps + steps_per_epoch - 1) / steps_per_epoch);
   apply_schedule();
 }
 
@@ -219,7 +229,8 @@ void Trainer::train_epoch() {
   epoch_loss_count_ = epoch_correct_ = epoch_seen_ = 0;
   accumulated_ = 0;
   const std::int64_t accumulate = options_.accumulate_grad_batches;
-  const bool validate_this_epoch = val_set_ && val_set_->size() > 0 && ((epoch_ + 1) % options_.check_val_every_n_epoch == 0);
+  const bool validate_this_epoch =
+      val_set_ && val_set_->size() > 0 && ((epoch_ + 1) % options_.check_val_every_n_epoch == 0);
   bool end_of_epoch_val = false;
   while (batch_in_epoch_ < num_train_batches_) {
     const auto wait_start = std::chrono::steady_clock::now();
@@ -233,7 +244,8 @@ void Trainer::train_epoch() {
       auto scope = precision_->autocast();
       out = task_->training_step(batch);
     }
-    GB_CHECK(out.loss.defined() && out.loss.numel() == 1, Internal, "training_step must return a scalar loss", "return StepOutput{loss, logits}");
+    GB_CHECK(out.loss.defined() && out.loss.numel() == 1, Internal, "training_step must return a scalar loss",
+             "return StepOutput{loss, logits}");
     if (accumulated_ == 0) {
       each_callback([&](Callback& c) { c.on_before_zero_grad(*this); });
       optimizer_->zero_grad(true);
@@ -253,9 +265,13 @@ void Trainer::train_epoch() {
       optimizer_step();
       accumulated_ = 0;
       if (global_step_ % options_.log_every_n_steps == 0 && options_.fast_dev_run == 0) {
-        nlohmann::json row = {{"epoch", epoch_}, {"step", global_step_}, {"train_loss", out.loss.item<double>()}, {"lr", optimizer_->lr(0)}};
+        nlohmann::json row = {{"epoch", epoch_},
+                              {"step", global_step_},
+                              {"train_loss", out.loss.item<double>()},
+                              {"lr", optimizer_->lr(0)}};
         if (out.logits.defined() && out.logits.dim() == 2) {
-          row["train_acc"] = static_cast<double>(metrics::count_topk_correct(out.logits.detach(), batch.targets, 1)) / static_cast<double>(bsz);
+          row["train_acc"] = static_cast<double>(metrics::count_topk_correct(out.logits.detach(), batch.targets, 1)) /
+                             static_cast<double>(bsz);
         }
         if (std::isfinite(last_grad_norm_)) row["grad_norm"] = last_grad_norm_;
         row["samples_per_second"] = samples_per_second();
@@ -263,7 +279,8 @@ void Trainer::train_epoch() {
         callback_metrics_["train_loss_step"] = row["train_loss"].get<double>();
       }
     }
-    if (out.logits.defined() && out.logits.dim() == 2 && (batch_in_epoch_ % 10 == 0 || batch_in_epoch_ == num_train_batches_)) {
+    if (out.logits.defined() && out.logits.dim() == 2 &&
+        (batch_in_epoch_ % 10 == 0 || batch_in_epoch_ == num_train_batches_)) {
       // A sampled running accuracy (every 10th batch) keeps per-step overhead negligible.
       epoch_correct_ += metrics::count_topk_correct(out.logits.detach(), batch.targets, 1);
       epoch_seen_ += bsz;
@@ -285,7 +302,8 @@ void Trainer::train_epoch() {
   const bool epoch_complete = batch_in_epoch_ >= num_train_batches_;
   if (epoch_loss_count_ > 0) {
     callback_metrics_["train_loss"] = epoch_loss_sum_.item<double>() / static_cast<double>(epoch_loss_count_);
-    if (epoch_seen_ > 0) callback_metrics_["train_acc"] = static_cast<double>(epoch_correct_) / static_cast<double>(epoch_seen_);
+    if (epoch_seen_ > 0)
+      callback_metrics_["train_acc"] = static_cast<double>(epoch_correct_) / static_cast<double>(epoch_seen_);
   }
   if (epoch_complete && end_of_epoch_val) run_validation();
   if (epoch_complete || should_stop_) {
@@ -306,9 +324,10 @@ void Trainer::train_epoch() {
     double metric = NAN;
     auto it = callback_metrics_.find(scheduler_options_.monitor);
     if (it != callback_metrics_.end()) metric = it->second;
-    GB_CHECK(scheduler_options_.name != "plateau" || it != callback_metrics_.end(), FailedPrecondition,
-             "scheduler.name = \"plateau\" monitors " << scheduler_options_.monitor << ", which was not computed this epoch",
-             "set scheduler.monitor to a logged metric such as val_loss");
+    GB_CHECK(
+        scheduler_options_.name != "plateau" || it != callback_metrics_.end(), FailedPrecondition,
+        "scheduler.name = \"plateau\" monitors " << scheduler_options_.monitor << ", which was not computed this epoch",
+        "set scheduler.monitor to a logged metric such as val_loss");
     scheduler_->step(metric);
     apply_schedule();
   }
@@ -352,7 +371,8 @@ void Trainer::optimizer_step() {
       const auto lo = static_cast<std::size_t>(std::floor(pos));
       const auto hi = std::min(lo + 1, v.size() - 1);
       auto_clip_ = v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-      if (options_.fast_dev_run == 0) logger_.log({{"epoch", epoch_}, {"step", global_step_ + 1}, {"gradient_clip_auto", auto_clip_}});
+      if (options_.fast_dev_run == 0)
+        logger_.log({{"epoch", epoch_}, {"step", global_step_ + 1}, {"gradient_clip_auto", auto_clip_}});
     }
   }
   if (options_.gradient_clip_val > 0 && options_.gradient_clip_algorithm == "value") {
@@ -374,7 +394,8 @@ void Trainer::optimizer_step() {
   }
 }
 
-EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data::Dataset>& ds, std::int64_t limit_batches) {
+EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data::Dataset>& ds,
+                             std::int64_t limit_batches) {
   auto& module = task_->module();
   module.eval();
   torch::NoGradGuard no_grad;
@@ -393,7 +414,8 @@ EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data
     }
     const std::int64_t bsz = batch.size();
     if (out.loss.defined()) loss_sum.add_(out.loss.detach().to(torch::kDouble) * static_cast<double>(bsz));
-    if (out.logits.defined() && out.logits.dim() == 2) correct += metrics::count_topk_correct(out.logits, batch.targets, 1);
+    if (out.logits.defined() && out.logits.dim() == 2)
+      correct += metrics::count_topk_correct(out.logits, batch.targets, 1);
     seen += bsz;
     ++batches;
   }
@@ -409,7 +431,9 @@ EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data
 void Trainer::run_validation() {
   each_callback([&](Callback& c) { c.on_validation_start(*this); });
   const std::int64_t full = data::Loader(val_set_, data_->eval_loader_options()).num_batches();
-  const std::int64_t limit = options_.fast_dev_run > 0 ? options_.fast_dev_run : resolve_batches(options_.limit_val_batches, full, "limit_val_batches");
+  const std::int64_t limit = options_.fast_dev_run > 0
+                                 ? options_.fast_dev_run
+                                 : resolve_batches(options_.limit_val_batches, full, "limit_val_batches");
   EvalResult r = run_eval("val", val_set_, limit);
   callback_metrics_["val_loss"] = r.loss;
   callback_metrics_["val_acc"] = r.accuracy;
@@ -418,7 +442,8 @@ void Trainer::run_validation() {
 
 EvalResult Trainer::validate(TaskModule& task, DataModule& data) {
   if (task_ != &task) setup(task, data);
-  GB_CHECK(data.val_dataset() != nullptr, FailedPrecondition, "the data module has no validation split", "set data.val_size > 0");
+  GB_CHECK(data.val_dataset() != nullptr, FailedPrecondition, "the data module has no validation split",
+           "set data.val_size > 0");
   const std::int64_t full = data::Loader(data.val_dataset(), data.eval_loader_options()).num_batches();
   return run_eval("val", data.val_dataset(), resolve_batches(options_.limit_val_batches, full, "limit_val_batches"));
 }
@@ -429,7 +454,9 @@ EvalResult Trainer::test(TaskModule& task, DataModule& data) {
   GB_CHECK(ds != nullptr, FailedPrecondition, "the data module has no test split", "configure data test files");
   each_callback([&](Callback& c) { c.on_test_start(*this); });
   const std::int64_t full = data::Loader(ds, data.eval_loader_options()).num_batches();
-  const std::int64_t limit = options_.fast_dev_run > 0 ? options_.fast_dev_run : resolve_batches(options_.limit_test_batches, full, "limit_test_batches");
+  const std::int64_t limit = options_.fast_dev_run > 0
+                                 ? options_.fast_dev_run
+                                 : resolve_batches(options_.limit_test_batches, full, "limit_test_batches");
   EvalResult r = run_eval("test", ds, limit);
   callback_metrics_["test_loss"] = r.loss;
   callback_metrics_["test_acc"] = r.accuracy;

@@ -44,7 +44,8 @@ struct EvalResult {
 
 class Trainer {
  public:
-  Trainer(TrainerOptions options, OptimizerOptions optimizer, SchedulerOptions scheduler, std::filesystem::path run_dir = {});
+  Trainer(TrainerOptions options, OptimizerOptions optimizer, SchedulerOptions scheduler,
+          std::filesystem::path run_dir = {});
   ~Trainer();
 
   void add_callback(std::unique_ptr<Callback> callback);
@@ -120,8 +121,8 @@ class Trainer {
   std::vector<std::unique_ptr<Callback>> callbacks_;
   MetricsLogger logger_;
 
-  TaskModule* task_ = nullptr;   // non-owning, valid during fit/test
-  DataModule* data_ = nullptr;   // non-owning
+  TaskModule* task_ = nullptr;  // non-owning, valid during fit/test
+  DataModule* data_ = nullptr;  // non-owning
   c10::Device device_{c10::kCPU};
   std::unique_ptr<Precision> precision_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -149,7 +150,7 @@ class Trainer {
   std::int64_t skipped_steps_ = 0;
   std::vector<double> auto_clip_norms_;  // unclipped norms of the first gradient_clip_auto_steps steps
   double auto_clip_ = 0.0;               // the automatic threshold once chosen
-  double train_seconds_before_ = 0.0;  // from a resumed checkpoint
+  double train_seconds_before_ = 0.0;    // from a resumed checkpoint
   std::chrono::steady_clock::time_point fit_started_;
   bool fitting_ = false;
   std::vector<at::Tensor> trainable_;

@@ -10,7 +10,8 @@ void TrainerOptions::visit(FieldVisitor& v) {
   v.field("max_epochs", max_epochs, "stop after this many epochs (-1: unlimited)");
   v.field("max_steps", max_steps, "stop after this many optimiser steps (-1: unlimited)");
   v.field("max_time", max_time, "stop after this many seconds of training (0: unlimited)");
-  v.field("val_check_interval", val_check_interval, "validate every fraction of an epoch (<= 1) or every N batches (> 1)");
+  v.field("val_check_interval", val_check_interval,
+          "validate every fraction of an epoch (<= 1) or every N batches (> 1)");
   v.field("check_val_every_n_epoch", check_val_every_n_epoch, "validate every N epochs");
   v.field("limit_train_batches", limit_train_batches, "fraction (<= 1) or number (> 1) of training batches per epoch");
   v.field("limit_val_batches", limit_val_batches, "fraction or number of validation batches");
@@ -23,7 +24,8 @@ void TrainerOptions::visit(FieldVisitor& v) {
   v.field("gradient_clip_auto_steps", gradient_clip_auto_steps,
           "K > 0: after K steps, clip at the 95th percentile of their unclipped gradient norms (0: off)");
   v.choice("gradient_clip_algorithm", gradient_clip_algorithm, {"norm", "value"}, "clip the total norm or each value");
-  v.choice("precision", precision, {"32", "bf16-mixed", "16-mixed"}, "32-bit, bf16 autocast (CPU/CUDA) or fp16 autocast with a gradient scaler (CUDA)");
+  v.choice("precision", precision, {"32", "bf16-mixed", "16-mixed"},
+           "32-bit, bf16 autocast (CPU/CUDA) or fp16 autocast with a gradient scaler (CUDA)");
   v.field("deterministic", deterministic, "use deterministic algorithms only");
   v.field("seed", seed, "seed for weights, shuffling, dropout and augmentation");
   v.field("log_every_n_steps", log_every_n_steps, "log training metrics every N optimiser steps");
@@ -37,31 +39,48 @@ void TrainerOptions::visit(FieldVisitor& v) {
 }
 
 void TrainerOptions::validate() const {
-  GB_CHECK(max_epochs >= -1 && max_epochs != 0, InvalidArgument, "trainer.max_epochs must be >= 1 or -1, got " << max_epochs, "use e.g. 10");
-  GB_CHECK(max_steps >= -1 && max_steps != 0, InvalidArgument, "trainer.max_steps must be >= 1 or -1, got " << max_steps, "use -1 for no limit");
-  GB_CHECK(max_time >= 0, InvalidArgument, "trainer.max_time must be >= 0 seconds, got " << max_time, "use 0 for no limit");
+  GB_CHECK(max_epochs >= -1 && max_epochs != 0, InvalidArgument,
+           "trainer.max_epochs must be >= 1 or -1, got " << max_epochs, "use e.g. 10");
+  GB_CHECK(max_steps >= -1 && max_steps != 0, InvalidArgument,
+           "trainer.max_steps must be >= 1 or -1, got " << max_steps, "use -1 for no limit");
+  GB_CHECK(max_time >= 0, InvalidArgument, "trainer.max_time must be >= 0 seconds, got " << max_time,
+           "use 0 for no limit");
   GB_CHECK(!(max_epochs == -1 && max_steps == -1 && max_time == 0 && fast_dev_run == 0), InvalidArgument,
-           "trainer.max_epochs, max_steps and max_time are all unlimited: training would never stop", "set trainer.max_epochs");
-  GB_CHECK(val_check_interval > 0, InvalidArgument, "trainer.val_check_interval must be > 0, got " << val_check_interval, "use 1.0 (once per epoch)");
-  GB_CHECK(check_val_every_n_epoch >= 1, InvalidArgument, "trainer.check_val_every_n_epoch must be >= 1, got " << check_val_every_n_epoch, "use 1");
-  for (auto [name, val] : {std::pair{"limit_train_batches", limit_train_batches}, std::pair{"limit_val_batches", limit_val_batches},
-                           std::pair{"limit_test_batches", limit_test_batches}, std::pair{"overfit_batches", overfit_batches}}) {
-    GB_CHECK(val >= 0 && std::isfinite(val), InvalidArgument, "trainer." << name << " must be >= 0, got " << val, "use a fraction <= 1 or a batch count");
-    GB_CHECK(val <= 1.0 || std::floor(val) == val, InvalidArgument, "trainer." << name << " = " << val << " is neither a fraction <= 1 nor a whole number of batches",
+           "trainer.max_epochs, max_steps and max_time are all unlimited: training would never stop",
+           "set trainer.max_epochs");
+  GB_CHECK(val_check_interval > 0, InvalidArgument,
+           "trainer.val_check_interval must be > 0, got " << val_check_interval, "use 1.0 (once per epoch)");
+  GB_CHECK(check_val_every_n_epoch >= 1, InvalidArgument,
+           "trainer.check_val_every_n_epoch must be >= 1, got " << check_val_every_n_epoch, "use 1");
+  for (auto [name, val] :
+       {std::pair{"limit_train_batches", limit_train_batches}, std::pair{"limit_val_batches", limit_val_batches},
+        std::pair{"limit_test_batches", limit_test_batches}, std::pair{"overfit_batches", overfit_batches}}) {
+    GB_CHECK(val >= 0 && std::isfinite(val), InvalidArgument, "trainer." << name << " must be >= 0, got " << val,
+             "use a fraction <= 1 or a batch count");
+    GB_CHECK(val <= 1.0 || std::floor(val) == val, InvalidArgument,
+             "trainer." << name << " = " << val << " is neither a fraction <= 1 nor a whole number of batches",
              "use e.g. 0.25 or 100");
   }
-  GB_CHECK(fast_dev_run >= 0, InvalidArgument, "trainer.fast_dev_run must be >= 0, got " << fast_dev_run, "use 0 (off) or e.g. 1");
-  GB_CHECK(num_sanity_val_steps >= 0, InvalidArgument, "trainer.num_sanity_val_steps must be >= 0", "use 2 (Lightning's default) or 0");
-  GB_CHECK(accumulate_grad_batches >= 1, InvalidArgument, "trainer.accumulate_grad_batches must be >= 1, got " << accumulate_grad_batches, "use 1");
-  GB_CHECK(gradient_clip_val >= 0, InvalidArgument, "trainer.gradient_clip_val must be >= 0, got " << gradient_clip_val, "use 0 (off) or e.g. 1.0");
-  GB_CHECK(gradient_clip_auto_steps >= 0, InvalidArgument, "trainer.gradient_clip_auto_steps must be >= 0, got " << gradient_clip_auto_steps,
+  GB_CHECK(fast_dev_run >= 0, InvalidArgument, "trainer.fast_dev_run must be >= 0, got " << fast_dev_run,
+           "use 0 (off) or e.g. 1");
+  GB_CHECK(num_sanity_val_steps >= 0, InvalidArgument, "trainer.num_sanity_val_steps must be >= 0",
+           "use 2 (Lightning's default) or 0");
+  GB_CHECK(accumulate_grad_batches >= 1, InvalidArgument,
+           "trainer.accumulate_grad_batches must be >= 1, got " << accumulate_grad_batches, "use 1");
+  GB_CHECK(gradient_clip_val >= 0, InvalidArgument, "trainer.gradient_clip_val must be >= 0, got " << gradient_clip_val,
+           "use 0 (off) or e.g. 1.0");
+  GB_CHECK(gradient_clip_auto_steps >= 0, InvalidArgument,
+           "trainer.gradient_clip_auto_steps must be >= 0, got " << gradient_clip_auto_steps,
            "use 0 (off) or e.g. 100");
-  GB_CHECK(gradient_clip_auto_steps == 0 || (gradient_clip_val == 0 && gradient_clip_algorithm == "norm"), InvalidArgument,
+  GB_CHECK(gradient_clip_auto_steps == 0 || (gradient_clip_val == 0 && gradient_clip_algorithm == "norm"),
+           InvalidArgument,
            "trainer.gradient_clip_auto_steps chooses the clipping threshold itself, but gradient_clip_val = "
                << gradient_clip_val << " (algorithm \"" << gradient_clip_algorithm << "\") is also set",
            "set gradient_clip_val = 0 and gradient_clip_algorithm = \"norm\", or gradient_clip_auto_steps = 0");
-  GB_CHECK(log_every_n_steps >= 1, InvalidArgument, "trainer.log_every_n_steps must be >= 1, got " << log_every_n_steps, "use e.g. 50");
-  GB_CHECK(num_threads >= 0, InvalidArgument, "trainer.num_threads must be >= 0, got " << num_threads, "use 0 for the default");
+  GB_CHECK(log_every_n_steps >= 1, InvalidArgument, "trainer.log_every_n_steps must be >= 1, got " << log_every_n_steps,
+           "use e.g. 50");
+  GB_CHECK(num_threads >= 0, InvalidArgument, "trainer.num_threads must be >= 0, got " << num_threads,
+           "use 0 for the default");
   GB_CHECK(seed >= 0, InvalidArgument, "trainer.seed must be >= 0, got " << seed, "use e.g. 42");
 }
 

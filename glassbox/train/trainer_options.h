@@ -19,9 +19,9 @@
 namespace glassbox::train {
 
 struct TrainerOptions {
-  std::int64_t max_epochs = 10;   // -1: unlimited (then max_steps or max_time must stop)
-  std::int64_t max_steps = -1;    // optimiser steps; -1: unlimited
-  double max_time = 0;            // seconds of training; 0: unlimited
+  std::int64_t max_epochs = 10;  // -1: unlimited (then max_steps or max_time must stop)
+  std::int64_t max_steps = -1;   // optimiser steps; -1: unlimited
+  double max_time = 0;           // seconds of training; 0: unlimited
   double val_check_interval = 1.0;
   std::int64_t check_val_every_n_epoch = 1;
   double limit_train_batches = 1.0;
@@ -36,7 +36,7 @@ struct TrainerOptions {
   // seeds' automatic threshold); needs gradient_clip_val = 0 and the "norm" algorithm.
   std::int64_t gradient_clip_auto_steps = 0;
   std::string gradient_clip_algorithm = "norm";  // norm | value
-  std::string precision = "32";    // 32 | bf16-mixed | 16-mixed
+  std::string precision = "32";                  // 32 | bf16-mixed | 16-mixed
   bool deterministic = false;
   std::int64_t seed = 42;
   std::int64_t log_every_n_steps = 50;

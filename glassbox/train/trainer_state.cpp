@@ -9,7 +9,8 @@
 namespace glassbox::train {
 
 void Trainer::save_checkpoint(const std::filesystem::path& dir, bool weights_only, bool trainable_only) {
-  GB_CHECK(task_ != nullptr && optimizer_ != nullptr, FailedPrecondition, "save_checkpoint outside fit", "call it from a callback");
+  GB_CHECK(task_ != nullptr && optimizer_ != nullptr, FailedPrecondition, "save_checkpoint outside fit",
+           "call it from a callback");
   Checkpoint c;
   c.model.tensors = module_state(task_->module(), trainable_only);
   nlohmann::json s;
@@ -40,7 +41,8 @@ void Trainer::save_checkpoint(const std::filesystem::path& dir, bool weights_onl
     s["callbacks"] = cb;
     c.extra.tensors.emplace_back("rng.cpu", cpu_rng_state());
     const auto cuda = cuda_rng_states();
-    for (std::size_t i = 0; i < cuda.size(); ++i) c.extra.tensors.emplace_back("rng.cuda." + std::to_string(i), cuda[i]);
+    for (std::size_t i = 0; i < cuda.size(); ++i)
+      c.extra.tensors.emplace_back("rng.cuda." + std::to_string(i), cuda[i]);
     if (precision_->uses_scaler()) c.extra.tensors.emplace_back("amp.scaler", precision_->scaler_state());
     s["precision"] = options_.precision;
   }
@@ -52,11 +54,13 @@ void Trainer::restore(const std::filesystem::path& path) {
   Checkpoint c = read_checkpoint(path);
   const auto& s = c.state;
   GB_CHECK(!s.value("weights_only", false), FailedPrecondition,
-           "checkpoint " << path.string() << " holds weights only and cannot resume training", "resume from a full checkpoint such as last.ckpt");
+           "checkpoint " << path.string() << " holds weights only and cannot resume training",
+           "resume from a full checkpoint such as last.ckpt");
   const std::string model = s.value("model", "");
-  GB_CHECK(model.empty() || model == task_->name(), FailedPrecondition,
-           "checkpoint " << path.string() << " is of model \"" << model << "\", this run builds \"" << task_->name() << "\"",
-           "set model.name = \"" + model + "\" or start a new run");
+  GB_CHECK(
+      model.empty() || model == task_->name(), FailedPrecondition,
+      "checkpoint " << path.string() << " is of model \"" << model << "\", this run builds \"" << task_->name() << "\"",
+      "set model.name = \"" + model + "\" or start a new run");
   load_module_state(task_->module(), c.model, s.value("trainable_only", false));
   try {
     optimizer_->load_state(c.optimizer, s.at("optimizer"));
@@ -76,11 +80,12 @@ void Trainer::restore(const std::filesystem::path& path) {
     for (auto& callback : callbacks_)
       if (cb.contains(callback->name())) callback->load_state(cb[callback->name()]);
   } catch (const nlohmann::json::exception& e) {
-    GB_THROW(DataLoss, "checkpoint " << path.string() << ": state.json is incomplete: " << e.what(), "use another checkpoint");
+    GB_THROW(DataLoss, "checkpoint " << path.string() << ": state.json is incomplete: " << e.what(),
+             "use another checkpoint");
   }
   GB_CHECK(resume_batch_ <= num_train_batches_, FailedPrecondition,
-           "checkpoint " << path.string() << " stopped at batch " << resume_batch_ << " of an epoch, but this run has " << num_train_batches_
-                         << " batches per epoch",
+           "checkpoint " << path.string() << " stopped at batch " << resume_batch_ << " of an epoch, but this run has "
+                         << num_train_batches_ << " batches per epoch",
            "resume with the same data and batch size");
   for (const auto& [name, t] : c.extra.tensors) {
     if (name == "rng.cpu") set_cpu_rng_state(t);

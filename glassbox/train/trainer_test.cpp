@@ -1,3 +1,5 @@
+#include "glassbox/train/trainer.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -8,7 +10,6 @@
 #include "glassbox/testing/testing.h"
 #include "glassbox/train/callbacks.h"
 #include "glassbox/train/run.h"
-#include "glassbox/train/trainer.h"
 
 namespace glassbox::train {
 namespace {
@@ -53,7 +54,8 @@ std::unique_ptr<ClassificationTask> make_task(std::uint64_t seed, const std::str
   m.mlp.hidden = {32, 16};
   m.mlp.dropout = 0.3;
   m.mlp.norm = "batchnorm";
-  return std::make_unique<ClassificationTask>(nn::make_model(m, nn::ModelShape{{1, 4, 4}, 4}), nn::Loss(nn::LossOptions{}, 4));
+  return std::make_unique<ClassificationTask>(nn::make_model(m, nn::ModelShape{{1, 4, 4}, 4}),
+                                              nn::Loss(nn::LossOptions{}, 4));
 }
 
 TrainerOptions quiet(std::int64_t epochs) {
@@ -142,7 +144,8 @@ TEST(Trainer, LearnsToyProblemAndLogs) {
   // metrics.csv has the logged columns, one row per log event.
   const std::string csv = read_file(dir / "metrics.csv");
   const std::string header = csv.substr(0, csv.find('\n'));
-  for (const char* col : {"epoch", "step", "train_loss", "train_acc", "lr", "grad_norm", "val_loss", "val_acc", "test_acc"})
+  for (const char* col :
+       {"epoch", "step", "train_loss", "train_acc", "lr", "grad_norm", "val_loss", "val_acc", "test_acc"})
     EXPECT_NE(header.find(col), std::string::npos) << col << " missing from " << header;
   // One row per logged step (every 5 of 120) + one per epoch + the test row.
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 24 + 8 + 1) << csv;
@@ -160,7 +163,8 @@ TEST(Trainer, HookOrderFollowsLightning) {
   Recorder* r = rec.get();
   trainer.add_callback(std::move(rec));
   trainer.fit(*task, data);
-  const std::vector<std::string> step = {"batch_start", "before_zero_grad", "before_backward", "after_backward", "before_optimizer_step", "batch_end"};
+  const std::vector<std::string> step = {"batch_start",    "before_zero_grad",      "before_backward",
+                                         "after_backward", "before_optimizer_step", "batch_end"};
   std::vector<std::string> want = {"fit_start", "epoch_start"};
   for (int i = 0; i < 2; ++i) want.insert(want.end(), step.begin(), step.end());
   want.insert(want.end(), {"val_start", "val_end", "epoch_end", "train_end", "fit_end"});
@@ -247,7 +251,8 @@ TEST(Checkpoint, AnotherArchitectureNamesTensors) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
     EXPECT_EQ(e.message().rfind("the checkpoint does not fit this model: shape mismatch: ", 0), 0u) << e.message();
-    EXPECT_NE(e.message().find("body.fc0.weight (checkpoint [32, 16], model [64, 16])"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("body.fc0.weight (checkpoint [32, 16], model [64, 16])"), std::string::npos)
+        << e.message();
     EXPECT_NE(e.message().find("unexpected: body.bn0."), std::string::npos) << e.message();
   }
 }
@@ -334,7 +339,9 @@ TEST(Trainer, EarlyStoppingCountsValidationChecksAndRecordsReason) {
   trainer.fit(*task, data);
   // check 1 sets the best; checks 2, 3, 4 do not improve -> stop at the 4th check (mid-epoch 2).
   EXPECT_EQ(trainer.current_epoch(), 1);
-  EXPECT_NE(trainer.stop_reason().find("early stopping: val_loss did not improve by more than 0 for 3 validation checks"), std::string::npos)
+  EXPECT_NE(
+      trainer.stop_reason().find("early stopping: val_loss did not improve by more than 0 for 3 validation checks"),
+      std::string::npos)
       << trainer.stop_reason();
 }
 
@@ -388,9 +395,11 @@ TEST(Checkpoint, PythonSafetensorsReadsTheWeights) {
   t.add_callback(std::make_unique<ModelCheckpoint>(CheckpointOptions{}));
   t.fit(*task, data);
   const fs::path weights = dir / "checkpoints" / "last.ckpt" / "model.safetensors";
-  const std::string script = "import json,sys; from safetensors.torch import load_file; d=load_file(sys.argv[1]); "
-                             "print(json.dumps({k: [list(v.shape), float(v.double().sum())] for k, v in d.items()}))";
-  auto [rc, out] = testing::run_command("'" + testing::python().string() + "' -c \"" + script + "\" '" + weights.string() + "'");
+  const std::string script =
+      "import json,sys; from safetensors.torch import load_file; d=load_file(sys.argv[1]); "
+      "print(json.dumps({k: [list(v.shape), float(v.double().sum())] for k, v in d.items()}))";
+  auto [rc, out] =
+      testing::run_command("'" + testing::python().string() + "' -c \"" + script + "\" '" + weights.string() + "'");
   ASSERT_EQ(rc, 0) << out;
   const auto j = nlohmann::json::parse(out.substr(out.find('{')));
   int n = 0;

@@ -10,7 +10,8 @@
 // Routes: GET /v2/health/live|ready, /v2, /v2/models/stats, /v2/models/M[/versions/V][/ready|
 // /config|/stats]; POST /v2/models/M[/versions/V]/infer, /v2/repository/index,
 // /v2/repository/models/M/load|unload. Unknown path 404 {"error":"Not Found"}; known path with
-// another method 405 with `Allow` (HEAD is allowed wherever GET is: the server sends no body); a version that is not decimal digits 400. Errors are
+// another method 405 with `Allow` (HEAD is allowed wherever GET is: the server sends no body); a version that is not
+// decimal digits 400. Errors are
 // {"error":"message (hint: ...)"} with glassbox::Error codes mapped once (http_status).
 // API key (HttpOptions::api_key non-empty): `Authorization: Bearer KEY` or `X-API-Key: KEY`,
 // compared in constant time; repository endpoints need it (403 otherwise); with
