@@ -16,7 +16,8 @@
 //                         weights w_s of the method over [0, 1]:
 //     gausslegendre       (default) the n-point Gauss-Legendre rule (numpy's leggauss), scaled
 //                         from [-1, 1]: a = (1 + node) / 2, w = weight / 2; n >= 1
-//     riemann_trapezoid   a = linspace(0, 1, n), w = 1/n with the two ends halved; n >= 2
+//     riemann_trapezoid   a = linspace(0, 1, n), w = 1/n with the two ends halved; n >= 2 (the
+//                         weights sum to 1 - 1/n, as captum's do: not exact for a linear model)
 //     riemann_left        a = linspace(0, 1 - 1/n, n), w = 1/n; n >= 2
 //     riemann_right       a = linspace(1/n, 1, n), w = 1/n; n >= 2
 //     riemann_middle      a = linspace(1/(2n), 1 - 1/(2n), n), w = 1/n; n >= 2
