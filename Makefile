@@ -8,7 +8,7 @@
 #   make build        build everything in build/
 #   make format       clang-format -i on our C++ files;  make format-check: report only
 #   make tidy         clang-tidy on TIDY_FILES with build/compile_commands.json
-#   make layering     check #include lines against DESIGN.md's module graph
+#   make layering     check #include lines against the module graph of docs/architecture.md
 
 SHELL := /bin/bash
 GLASSBOX := build/glassbox/cli/glassbox

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks glassbox's #include lines against the layering of docs (DESIGN.md section 3).
+"""Checks glassbox's #include lines and CMake DEPS against the layering in docs/architecture.md.
 
     scripts/check_layering.py              # the repository this script lives in
     scripts/check_layering.py --root DIR   # another tree (DIR/glassbox/...)
@@ -13,6 +13,11 @@ Rules, for every glassbox/**/*.{h,hpp,cpp,cc}:
   2. Public headers (*.h, *.hpp) never include the LibTorch umbrella <torch/torch.h>; the
      precompiled header serves the .cpp files.
   3. base and serve/http include no LibTorch header at all (torch/, ATen/, c10/, caffe2/).
+  4. Each module's CMake library (`gb_add_library(NAME ... DEPS a b ...)` in its CMakeLists.txt)
+     depends only on modules the graph lets it use (libraries outside glassbox/, such as the
+     benchmarks' `bench`, are not checked).
+The graph is read from the fenced block under "## Layering" in docs/architecture.md (lines
+`module -> dep, dep`); the built-in GRAPH below is the fallback for a tree without that file.
 Prints `file:line: module X may not include Y ...` for each violation and exits 1; exits 0
 with a one-line summary when there are none. Standard library only.
 """
@@ -25,7 +30,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-# Direct dependencies, exactly as DESIGN.md section 3 (and each module's CMake DEPS) lists them.
+# Direct dependencies, exactly as docs/architecture.md (and each module's CMake DEPS) lists them.
 GRAPH: dict[str, tuple[str, ...]] = {
     "base": (),
     "core": ("base",),
@@ -39,10 +44,53 @@ GRAPH: dict[str, tuple[str, ...]] = {
     "report": ("metrics",),
     "serve/engine": ("export", "metrics", "core"),
     "serve/http": ("base",),  # + LibTorch-free serve/engine headers (rule 1)
+    "app": ("train", "inspect", "explain", "export", "report"),
     "testing": ("base",),  # helpers linked only by tests
-    "cli": (),  # everything but testing: filled in below
+    "cli": ("app", "serve/engine", "serve/http"),
 }
-GRAPH["cli"] = tuple(m for m in GRAPH if m not in ("cli", "testing"))
+
+GRAPH_DOC = Path("docs") / "architecture.md"
+CMAKE_LIBRARY_RE = re.compile(r"gb_add_library\(\s*(\w+)(.*?)\)", re.S)
+# CMake library names that are not their directory's name.
+LIBRARY_MODULE = {"serve_api": "serve/engine", "serve_engine": "serve/engine", "serve_http": "serve/http"}
+
+
+def graph_from_doc(path: Path) -> dict[str, tuple[str, ...]] | None:
+    """The `module -> deps` lines of the fenced block under '## Layering', or None."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    m = re.search(r"^## Layering\s*\n+```[^\n]*\n(.*?)```", text, re.S | re.M)
+    if not m:
+        return None
+    pairs: list[tuple[str, str]] = []
+    for line in m.group(1).splitlines():
+        # Several `a -> b` groups may share a line, separated by 3+ spaces.
+        for part in re.split(r"\s{3,}(?=[\w/]+\s*->)", line.strip()):
+            mm = re.match(r"([\w/]+)\s*->\s*(.*)", part)
+            if mm:
+                pairs.append((mm.group(1), mm.group(2)))
+    modules = {lhs for lhs, _ in pairs}
+    graph: dict[str, tuple[str, ...]] = {}
+    for lhs, rhs in pairs:
+        rhs = re.sub(r"\([^)]*\)", "", rhs)  # notes in parentheses
+        # "serve/engine's torch-free interface header" is a note (rule 1), not a dependency.
+        deps = [t for t in re.findall(r"[\w/]+(?![\w/']|'s)", rhs) if t in modules and t != lhs]
+        graph[lhs] = tuple(dict.fromkeys(deps))
+    return graph or None
+
+
+def load_graph(root: Path) -> None:
+    """Replaces GRAPH with the documented one (the tree's docs, else this script's repository's)."""
+    for candidate in (root / GRAPH_DOC, Path(__file__).resolve().parent.parent / GRAPH_DOC):
+        g = graph_from_doc(candidate)
+        if g:
+            GRAPH.clear()
+            GRAPH.update(g)
+            closure.cache_clear()
+            return
+
 
 TORCH_FREE_MODULES = ("base", "serve/http")
 TORCH_UMBRELLAS = ("torch/torch.h", "torch/all.h", "torch/extension.h")
@@ -53,6 +101,7 @@ HEADER_SUFFIXES = (".h", ".hpp")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
 
+@lru_cache(maxsize=None)
 def closure(module: str) -> frozenset[str]:
     seen: set[str] = set()
     todo = list(GRAPH.get(module, ()))
@@ -144,7 +193,7 @@ class Checker:
         self.files += 1
         if module not in GRAPH:
             self.report(rel, 1, f"module {module or '(none)'} is not in the layering graph "
-                        "(add it to GRAPH in scripts/check_layering.py and to DESIGN.md)")
+                        "(add it to GRAPH in scripts/check_layering.py and to docs/architecture.md)")
             return
         is_header = path.suffix in HEADER_SUFFIXES
         is_test = path.stem.endswith("_test")
@@ -178,14 +227,42 @@ class Checker:
             self.report(rel, line, f"module {module} may not include {dep} ({inc}){extra}; "
                         f"{module} may use: {why}")
 
+    def check_cmake(self, path: Path) -> None:
+        rel = path.relative_to(self.root).as_posix()
+        module = module_of(rel.rsplit("/", 1)[0] + "/x")
+        if module not in GRAPH:
+            return
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for m in CMAKE_LIBRARY_RE.finditer(text):
+            words = m.group(2).split()
+            if "DEPS" not in words:
+                continue
+            deps = []
+            for w in words[words.index("DEPS") + 1:]:
+                if w.isupper():  # the next keyword (EXTERNAL, SOURCES, ...)
+                    break
+                deps.append(w)
+            line = text.count("\n", 0, m.start()) + 1
+            allowed = closure(module) | {module}
+            for d in deps:
+                dep = LIBRARY_MODULE.get(d, d)
+                if dep not in GRAPH:
+                    continue  # a library outside glassbox/ (bench)
+                if dep not in allowed:
+                    self.report(rel, line, f"library {m.group(1)} of module {module} may not depend on {d} "
+                                f"({dep}); {module} may use: {', '.join(sorted(allowed))}")
+
     def run(self) -> int:
         base = self.root / "glassbox"
         if not base.is_dir():
             print(f"check_layering: no glassbox/ under {self.root}", file=sys.stderr)
             return 2
+        load_graph(self.root)
         for path in sorted(base.rglob("*")):
             if path.is_file() and path.suffix in SOURCE_SUFFIXES:
                 self.check_file(path)
+            elif path.name == "CMakeLists.txt":
+                self.check_cmake(path)
         for v in self.violations:
             print(v)
         n = len(self.violations)
@@ -201,6 +278,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--graph", action="store_true", help="print each module's allowed includes and exit")
     args = ap.parse_args(argv)
     if args.graph:
+        load_graph(args.root.resolve())
         for m in GRAPH:
             print(f"{m:13} -> {', '.join(sorted(closure(m))) or '(std, Debian libs)'}")
         return 0

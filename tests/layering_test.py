@@ -65,6 +65,25 @@ class LayeringTest(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         self.assertIn("0 violations", out)
 
+    def test_cmake_deps_outside_the_graph_fail(self) -> None:
+        self.write("glassbox/data/CMakeLists.txt", "gb_add_library(data TORCH\n  SOURCES a.cpp\n  DEPS core nn)\n")
+        self.assert_violation("glassbox/data/CMakeLists.txt:1: library data of module data may not depend on nn")
+
+    def test_cmake_deps_inside_the_graph_pass(self) -> None:
+        self.write("glassbox/train/CMakeLists.txt", "gb_add_library(train TORCH SOURCES t.cpp DEPS data nn metrics)\n")
+        self.write("glassbox/cli/CMakeLists.txt", "gb_add_library(cli SOURCES m.cpp DEPS app bench serve_http\n"
+                   "  EXTERNAL CLI11::CLI11)\n")
+        rc, out = self.check()
+        self.assertEqual(rc, 0, out)
+
+    def test_graph_is_read_from_the_trees_architecture_doc(self) -> None:
+        # A tree whose documented graph lets core use nothing but base: nn may not be reached.
+        self.write("docs/architecture.md", "# A\n\n## Layering\n\n```\nbase -> (std)\ncore -> base\n"
+                   "nn -> core\ntrain -> nn\ntesting -> base\ncli -> train\nserve/engine -> core\n"
+                   "serve/http -> base\n```\n")
+        self.write("glassbox/core/extra.cpp", '#include "glassbox/nn/model.h"\n')
+        self.assert_violation("glassbox/core/extra.cpp:1: module core may not include nn")
+
     def test_upward_include_fails(self) -> None:
         self.write("glassbox/core/bad.cpp", '#include <vector>\n#include "glassbox/train/trainer.h"\n')
         self.assert_violation("glassbox/core/bad.cpp:2: module core may not include train")

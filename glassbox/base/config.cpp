@@ -42,6 +42,20 @@ std::string describe(const toml::node& n) {
 }
 
 // Reads fields from a TOML table; remembers which keys were consumed.
+// Every key of the object being read ("trainer.max_epochs", ...), while load_config runs: an
+// unknown key is matched against all of them, not only its own section's.
+thread_local const std::vector<std::string>* t_all_keys = nullptr;
+
+void list_keys(const nlohmann::json& j, const std::string& prefix, std::vector<std::string>& out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it.value().is_object())
+      list_keys(it.value(), key, out);
+    else
+      out.push_back(key);
+  }
+}
+
 class TomlReader final : public FieldVisitor {
  public:
   TomlReader(const toml::table& table, std::string prefix, std::string source,
@@ -175,11 +189,24 @@ class TomlReader final : public FieldVisitor {
     for (const auto& [key, node] : table_) {
       std::string k(key.str());
       if (consumed_.count(k) != 0) continue;
-      std::string near = closest_match(k, known_);
-      std::string where = prefix_.empty() ? "the top level" : "[" + prefix_ + "]";
+      const std::string near = closest_match(k, known_);
+      const std::string where = prefix_.empty() ? "the top level" : "[" + prefix_ + "]";
+      std::string suggestion;
+      if (t_all_keys != nullptr) {
+        // The same name in another section ("trainer.lr" -> "optim.lr") is the likeliest meaning.
+        for (const auto& full : *t_all_keys) {
+          const auto dot = full.rfind('.');
+          if ((dot == std::string::npos ? full : full.substr(dot + 1)) == k) {
+            suggestion = full;
+            break;
+          }
+        }
+      }
+      if (suggestion.empty() && !near.empty()) suggestion = join_key(prefix_, near);
+      if (suggestion.empty() && t_all_keys != nullptr) suggestion = closest_match(join_key(prefix_, k), *t_all_keys);
       GB_THROW(InvalidArgument, origin(k) << ": unknown key \"" << join_key(prefix_, k) << "\" in " << where,
-               near.empty() ? "remove it; see docs/configuration.md for the keys"
-                            : "did you mean \"" + join_key(prefix_, near) + "\"?");
+               suggestion.empty() ? "remove it; see docs/configuration.md for the keys"
+                                  : "did you mean \"" + suggestion + "\"?");
     }
   }
 
@@ -372,6 +399,12 @@ void load_config(std::string_view toml_text, std::string_view source, const std:
     key.erase(key.find_last_not_of(' ') + 1);
     overridden.insert(key);
   }
+  std::vector<std::string> all_keys;
+  list_keys(to_json(visit), "", all_keys);
+  t_all_keys = &all_keys;
+  struct Reset {
+    ~Reset() { t_all_keys = nullptr; }
+  } reset;
   TomlReader reader(root, "", std::string(source), &overridden);
   visit(reader);
   reader.finish();

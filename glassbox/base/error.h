@@ -25,7 +25,10 @@ enum class ErrorCode {
   kDataLoss,            // corrupt or truncated file
   kFailedPrecondition,  // state does not allow the operation (e.g. checkpoint of another model)
   kResourceExhausted,   // out of memory / disk / queue full
-  kUnavailable,         // device or service not available
+  kUnavailable,         // a service not available now (a model loading, a server stopping)
+  kPermissionDenied,    // credentials missing or wrong (an API key)
+  kUnimplemented,       // a valid request for something glassbox does not do
+  kDeadlineExceeded,    // a time limit passed (a queued request's timeout)
   kInternal,            // a bug in glassbox
 };
 
@@ -34,6 +37,14 @@ const char* error_code_name(ErrorCode code);
 
 // True for codes that describe the user's input (exit code 2) rather than a runtime failure.
 bool is_user_error(ErrorCode code);
+
+// The one mapping of codes to a process exit status: 2 for the user's input, 1 otherwise.
+int exit_code_for(ErrorCode code);
+
+// The one mapping of codes to an HTTP status: 400 InvalidArgument/FailedPrecondition, 404
+// NotFound, 409 AlreadyExists, 403 PermissionDenied, 501 Unimplemented, 503 Unavailable/
+// ResourceExhausted, 504 DeadlineExceeded, 500 DataLoss/Internal.
+int http_status_for(ErrorCode code);
 
 class Error : public std::runtime_error {
  public:

@@ -40,8 +40,9 @@ void ProgressBar::update(std::int64_t done, const std::string& metrics, double s
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
   const double elapsed = std::chrono::duration<double>(now - started_).count();
-  const double eta =
-      done > 0 && total_ > 0 ? elapsed * static_cast<double>(total_ - done) / static_cast<double>(done) : NAN;
+  const double eta = eta_override_ >= 0       ? eta_override_
+                     : done > 0 && total_ > 0 ? elapsed * static_cast<double>(total_ - done) / static_cast<double>(done)
+                                              : NAN;
   if (terminal_) {
     if (now - last_draw_ < std::chrono::milliseconds(100) && done != total_) return;
     last_draw_ = now;
@@ -62,11 +63,12 @@ void ProgressBar::update(std::int64_t done, const std::string& metrics, double s
   }
 }
 
-void ProgressBar::finish(const std::string& metrics) {
+void ProgressBar::finish(const std::string& metrics, std::int64_t done) {
   if (!enabled_) return;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   if (terminal_) out_ << "\r\033[K";
-  out_ << fmt::format("{} {}/{} {} [{}]\n", label_, total_, total_, metrics, format_duration(elapsed)) << std::flush;
+  out_ << fmt::format("{} {}/{} {} [{}]\n", label_, done < 0 ? total_ : done, total_, metrics, format_duration(elapsed))
+       << std::flush;
 }
 
 }  // namespace glassbox

@@ -25,7 +25,11 @@ class ProgressBar {
 
   void start(std::string label, std::int64_t total);
   void update(std::int64_t done, const std::string& metrics, double samples_per_s);
-  void finish(const std::string& metrics);
+  // The ETA shown by update() from now on (e.g. for the whole run rather than this bar); negative:
+  // the bar's own estimate for its remaining items.
+  void set_eta(double seconds) { eta_override_ = seconds; }
+  // Ends the bar at `done` items (negative: all of them; a run stopped early ends where it stopped).
+  void finish(const std::string& metrics, std::int64_t done = -1);
 
  private:
   std::ostream& out_;
@@ -34,6 +38,7 @@ class ProgressBar {
   double plain_interval_s_;
   std::string label_;
   std::int64_t total_ = 0;
+  double eta_override_ = -1.0;
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point last_draw_;
   std::chrono::steady_clock::time_point last_plain_;

@@ -167,15 +167,20 @@ TEST(ImportedModel, PythonScriptedResNetIsEvaluatedAndExplained) {
   const fs::path dir = testing::temp_dir("cli_import") / "py";
   const auto py = nlohmann::json::parse(
       testing::run_python("tests/reference/make_script_model.py",
-                          {"--out", dir.string(), "--arch", "resnet18", "--first", "4", "--accuracy"}));
+                          {"--out", dir.string(), "--arch", "resnet18", "--first", "4", "--accuracy", "--test-limit",
+                           "1500"}));
   const std::string model = (dir / "model.pt").string();
 
-  // eval: the whole test split, with the sidecar's preprocessing, to the default MODEL_DIR/eval.
-  auto [rc, out] = testing::run_command(gb() + " eval --model " + model);
+  // eval: the first 1500 test images (raw uint8, as Python read them) with the sidecar's
+  // preprocessing, to the default MODEL_DIR/eval.
+  const std::string npy = " --set data.format=\"npy\" --set data.root=\"" + dir.string() +
+                          "\" --set data.train_x=\"test_x.npy\" --set data.train_y=\"test_y.npy\" --set "
+                          "data.test_x=\"test_x.npy\" --set data.test_y=\"test_y.npy\" --set data.val_size=0";
+  auto [rc, out] = testing::run_command(gb() + " eval --model " + model + npy);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("(model " + model + ")"), std::string::npos) << out;
   const auto m = nlohmann::json::parse(read_file(dir / "eval" / "metrics.json"));
-  EXPECT_EQ(m["num_samples"].get<int>(), 10000);
+  EXPECT_EQ(m["num_samples"].get<int>(), 1500);
   EXPECT_EQ(m["model_file"], model);
   EXPECT_EQ(m["contract"], (dir / "model.json").string());
   EXPECT_EQ(m["per_class"][9]["name"], "Ankle boot");  // the contract's labels
@@ -187,7 +192,7 @@ TEST(ImportedModel, PythonScriptedResNetIsEvaluatedAndExplained) {
   const at::Tensor table = data::read_npy(dir / "eval" / "predictions.npy");  // index, label, predicted, p...
   const at::Tensor ref = data::read_npy(dir / "predictions.npy");
   ASSERT_EQ(table.size(0), ref.size(0));
-  EXPECT_TRUE(torch::equal(table.select(1, 0).to(torch::kLong), torch::arange(10000, torch::kLong)));
+  EXPECT_TRUE(torch::equal(table.select(1, 0).to(torch::kLong), torch::arange(1500, torch::kLong)));
   const std::int64_t differ = (table.select(1, 2).to(torch::kLong) != ref.to(torch::kLong)).sum().item<std::int64_t>();
   EXPECT_EQ(differ, 0);
 

@@ -23,7 +23,8 @@ c10::Device resolve_device(const std::string& spec) {
         GB_THROW(InvalidArgument, "unknown device \"" << spec << "\"", "use cpu, cuda, cuda:N or auto");
       }
     }
-    GB_CHECK(cuda_available(), Unavailable, "device \"" << spec << "\" requested but no CUDA device is available",
+    GB_CHECK(cuda_available(), FailedPrecondition,
+             "device \"" << spec << "\" requested but no CUDA device is available",
              "use trainer.device=cpu or auto, or install a CUDA build of torch");
     GB_CHECK(index >= 0 && index < cuda_device_count(), InvalidArgument,
              "device \"" << spec << "\": only " << cuda_device_count() << " CUDA device(s)",

@@ -5,7 +5,7 @@
 //   r.maps;    // [N, H, W] float32 in [0, 1], at the input's resolution
 //   r.raw;     // [N, h, w] the map at the layer's resolution (ReLU'd, min-max normalised)
 //
-// Methods, as pytorch-grad-cam computes them (../shared/reference/data-monitor-explain.md):
+// Methods, as pytorch-grad-cam computes them:
 //   gradcam    weights = spatial mean of d logit_c / d A; cam = ReLU(sum_k w_k A_k)
 //   gradcam++  alpha = g^2 / (2 g^2 + sum_ij(A) g^3 + 1e-6) (0 where g = 0); w = sum_ij ReLU(g) alpha
 //   scorecam   no gradients: each channel of A, upsampled (bilinear, align_corners) and min-max

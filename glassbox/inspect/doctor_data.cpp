@@ -1,5 +1,4 @@
 // The doctor, part 1: facts about the data and the setup, and the findings they support.
-#include <fnmatch.h>
 
 #include <algorithm>
 #include <cmath>

@@ -311,8 +311,9 @@ void NonFiniteMonitor::report(train::Trainer& t, const std::string& what) {
   switch (policy_) {
     case NonFinitePolicy::Stop:
       t.skip_step("non-finite " + what);
-      t.request_stop("non-finite " + what + " at step " + std::to_string(t.global_step()) +
-                     (first_ ? ": " + first_->message : ""));
+      t.request_stop(
+          "non-finite " + what + " at step " + std::to_string(t.global_step()) + (first_ ? ": " + first_->message : ""),
+          train::StopKind::kNonFinite);
       break;
     case NonFinitePolicy::Skip: t.skip_step("non-finite " + what); break;
     case NonFinitePolicy::Continue: break;

@@ -1,5 +1,5 @@
 // ProbeCallback: per-layer statistics while training, without touching the model's code —
-// the C++ equivalent of wandb.watch(model, log="all") plus the seeds' readings of them.
+// the C++ equivalent of wandb.watch(model, log="all") plus the usual readings of them.
 //
 //   ProbeOptions po;                       // from [diagnostics]
 //   po.every_n_steps = 50;
@@ -14,7 +14,7 @@
 //    dead-unit share, non-finite count;
 //  - weights and gradients of every parameter — norm, std, max |.|, and the update-to-weight
 //    ratio ||w_after - w_before|| / ||w_before|| of the step;
-// and at every step (grad_norm_every_step) the total gradient norm. Readings (the seeds'):
+// and at every step (grad_norm_every_step) the total gradient norm. Readings (common practice):
 // norm above grad_norm_high → explosion is near; median norm below grad_norm_low → learning rate
 // too small or vanishing gradients; a parameter whose gradient std stays 0 for dead_after_probes
 // probes → a dead layer. suggested_clip() is the 95th percentile of the first K unclipped norms.

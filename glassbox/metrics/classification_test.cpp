@@ -280,7 +280,7 @@ TEST(Fairness, SignedAif360ValuesOnAHandComputedCase) {
   // fairlearn's absolute differences are the magnitudes for two groups.
   EXPECT_NEAR(a.differences.demographic_parity, 2.0 / 4 - 2.0 / 6, 1e-15);
   EXPECT_NEAR(a.differences.equalized_odds, 0.5, 1e-15);
-  // Flags at the seeds' 0.05: every difference, and disparate impact 0.667 < 0.8.
+  // Flags at a stricter 0.05: every difference, and disparate impact 0.667 < 0.8.
   std::vector<std::string> flagged;
   for (const auto& fl : f.flags) flagged.push_back(fl.metric);
   EXPECT_EQ(flagged, (std::vector<std::string>{"demographic_parity_difference", "equal_opportunity_difference",

@@ -14,7 +14,7 @@
 //     selection rates), equal opportunity difference, average odds difference
 //     ((FPR_u - FPR_p) + (TPR_u - TPR_p)) / 2, FPR difference.
 // A rate whose denominator is empty is 0 (fairlearn's default) and named in notes. Flags: an
-// absolute difference above the threshold (default 0.1; the seeds use 0.05), a disparate impact
+// absolute difference above the threshold (default 0.1; 0.05 is a stricter common choice), a disparate impact
 // outside [0.8, 1.25]. Multiclass without a positive class: every class is audited one-vs-rest.
 // Thread safety: pure functions.
 #pragma once

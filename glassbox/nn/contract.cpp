@@ -19,6 +19,7 @@ void ModelContract::visit(FieldVisitor& v) {
     s.field("shape", input_shape, "one sample's shape without the batch axis, e.g. [1, 28, 28]");
     s.choice("dtype", input_dtype, {"float32"}, "input dtype");
     s.choice("layout", layout, {"NCHW", "NC"}, "NCHW for images, NC for feature vectors");
+    s.field("feature_names", feature_names, "names of the features, in input order (NC; empty: unnamed)");
   });
   v.section("output", [this](FieldVisitor& s) {
     s.field("name", output_name, "output tensor name");
@@ -36,6 +37,13 @@ void ModelContract::visit(FieldVisitor& v) {
 }
 
 void ModelContract::validate() const {
+  if (!feature_names.empty()) {
+    std::int64_t width = 1;
+    for (auto d : input_shape) width *= d;
+    GB_CHECK(static_cast<std::int64_t>(feature_names.size()) == width, InvalidArgument,
+             "contract has " << feature_names.size() << " feature names for inputs of " << width << " values",
+             "give one name per feature, or none");
+  }
   GB_CHECK(format == "glassbox-contract", InvalidArgument,
            "contract format is \"" << format << "\", not \"glassbox-contract\"",
            "set \"format\": \"glassbox-contract\"");

@@ -42,6 +42,7 @@ struct ModelContract {
   std::vector<std::int64_t> input_shape;  // one sample, without the batch axis: {C, H, W} or {F}
   std::string input_dtype = "float32";
   std::string layout = "NCHW";  // NCHW (images) | NC (features)
+  std::vector<std::string> feature_names;  // NC: a name per feature (a CSV header's), or empty
 
   std::string output_name = "logits";
   std::int64_t num_classes = 0;

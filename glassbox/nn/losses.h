@@ -1,7 +1,7 @@
 // Classification losses.
 //
 //   cross_entropy: PyTorch's F.cross_entropy with label_smoothing and per-class weights.
-//   focal: alpha * (1 - p_t)^gamma * CE, with p_t = exp(-CE) (the seeds' definition), where CE is
+//   focal: alpha * (1 - p_t)^gamma * CE, with p_t = exp(-CE) (the usual definition), where CE is
 //          the unweighted, unsmoothed per-sample cross-entropy; reduction mean | sum | none.
 //
 //   LossOptions o; o.name = "focal"; o.gamma = 2; o.alpha = 0.75;

@@ -31,6 +31,8 @@ std::map<std::string, ModelFactory>& registry() {
 
 void ModelOptions::visit(FieldVisitor& v) {
   v.field("name", name, "model name from the zoo: mlp, cnn, resnet18 (or one registered by your code)");
+  v.field("init_from", init_from,
+          "start from these weights: a checkpoint directory or a .safetensors file (a new run, not a resume)");
   v.section("mlp", [this](FieldVisitor& s) { mlp.visit(s); });
   v.section("cnn", [this](FieldVisitor& s) { cnn.visit(s); });
   v.section("resnet18", [this](FieldVisitor& s) { resnet18.visit(s); });

@@ -25,6 +25,8 @@ namespace glassbox::nn {
 
 struct ModelOptions {
   std::string name = "mlp";
+  // Weights to start from (a checkpoint directory or a .safetensors file): a new run, not a resume.
+  std::string init_from;
   MlpOptions mlp;
   CnnOptions cnn;
   ResNetOptions resnet18;

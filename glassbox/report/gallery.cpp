@@ -1,4 +1,5 @@
 // The #gradcam gallery (explain/index.json and its images) and the #doctor findings (doctor.json).
+#include <algorithm>
 #include <map>
 #include <system_error>
 
@@ -61,16 +62,58 @@ std::string item_html(const JsonView& it, const fs::path& explain_dir, bool corr
   return out + "</div>\n";
 }
 
+// Feature attributions of a model on features (explain/index.json with "kind": "features"): the
+// mean |attribution| per feature as horizontal bars, then each explained sample's top features.
+std::string features_section(const JsonView& doc) {
+  const JsonView bars = doc["importance"];
+  double top = 0;
+  for (std::size_t i = 0; i < bars.size(); ++i) top = std::max(top, bars[i]["value"].number().value_or(0.0));
+  std::string intro = "<p class=\"foot\">";
+  if (auto m = doc["method"].text()) intro += escape(*m);
+  intro += " · " + format_count(static_cast<std::int64_t>(doc["items"].size())) + " samples</p>\n";
+  if (auto n = doc["note"].text()) intro += note(*n);
+  std::string body = "<table class=\"bars\" data-chart=\"feature-importance\">\n";
+  for (std::size_t i = 0; i < bars.size() && i < 30; ++i) {
+    const double v = bars[i]["value"].number().value_or(0.0);
+    const double w = top > 0 ? 100.0 * v / top : 0.0;
+    body += "<tr><td>" + escape(bars[i]["name"].text().value_or("?")) +
+            "</td><td style=\"width:60%\"><div style=\"background:#4a7bd0;height:0.9em;width:" + format_fixed(w, 1) +
+            "%\"></div></td><td>" + format_fixed(v, 4) + "</td></tr>\n";
+  }
+  body += "</table>\n";
+  if (bars.size() > 30) body += note("Showing the 30 largest of " + std::to_string(bars.size()) + " features.");
+  const JsonView items = doc["items"];
+  std::string rows;
+  for (std::size_t i = 0; i < items.size() && i < kMaxPerGroup; ++i) {
+    const JsonView it = items[i];
+    std::string feats;
+    const JsonView tf = it["top_features"];
+    for (std::size_t q = 0; q < tf.size(); ++q)
+      feats += (q ? ", " : "") + escape(tf[q]["feature"].text().value_or("?")) + " " +
+               format_fixed(tf[q]["attribution"].number().value_or(0.0), 3);
+    rows += "<tr><td>" + std::to_string(it["index"].integer().value_or(0)) + "</td><td>" +
+            escape(it["label_name"].text().value_or("")) + "</td><td>" +
+            escape(it["predicted_name"].text().value_or("")) + "</td><td>" + feats + "</td></tr>\n";
+  }
+  body += "<h3>Samples</h3>\n<table><tr><th>sample</th><th>label</th><th>predicted</th><th>strongest features "
+          "(signed attribution)</th></tr>\n" +
+          rows + "</table>\n";
+  return section("gradcam", "Feature attributions", intro + body);
+}
+
 }  // namespace
 
 std::string gradcam_section(const Artefact& index, const fs::path& run_dir) {
   if (!index.json) {
     return section(
-        "gradcam", "Grad-CAM",
-        note_html("No Grad-CAM gallery yet (no explain/index.json). Run <code>glassbox explain --checkpoint " +
-                  escape((run_dir / "checkpoints/last.ckpt").string()) + "</code> to make one."));
+        "gradcam", "Explanations",
+        note_html("No explanations yet (no explain/index.json). Run <code>glassbox explain --checkpoint " +
+                  escape((run_dir / "checkpoints/last.ckpt").string()) +
+                  " --misclassified 8 --correct 8</code> to make them (Grad-CAM for images, attributions per "
+                  "feature otherwise)."));
   }
   const JsonView doc = index.view();
+  if (doc["kind"].text().value_or("") == "features") return features_section(doc);
   const JsonView items = doc["items"];
   const fs::path explain_dir = run_dir / "explain";
   std::string groups[2];  // 0: correct, 1: wrong

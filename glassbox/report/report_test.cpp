@@ -117,11 +117,33 @@ TEST(Report, LoadsNothingFromElsewhere) {
   EXPECT_EQ(count(html, "src=\""), count(html, "src=\"data:"));
 }
 
+TEST(Report, FeatureAttributionsAreDrawnAsBars) {
+  const fs::path dir = sample("report_features", {.explain = false});
+  fs::create_directories(dir / "explain");
+  save(dir / "explain" / "index.json",
+       json{{"kind", "features"},
+            {"method", "integrated_gradients"},
+            {"features", {"age", "income & <tax>"}},
+            {"importance", {{{"name", "income & <tax>"}, {"index", 1}, {"value", 0.5}},
+                            {{"name", "age"}, {"index", 0}, {"value", 0.25}}}},
+            {"items", {{{"index", 3},
+                        {"label_name", "yes"},
+                        {"predicted_name", "no"},
+                        {"top_features", {{{"feature", "age"}, {"attribution", -0.75}}}}}}}});
+  const std::string html = build_report(dir);
+  EXPECT_HAS(html, "Feature attributions");
+  EXPECT_HAS(html, "data-chart=\"feature-importance\"");
+  EXPECT_HAS(html, "<td>income &amp; &lt;tax&gt;</td>");
+  EXPECT_HAS(html, "width:100.0%");  // the largest bar spans the column
+  EXPECT_HAS(html, "width:50.0%");
+  EXPECT_HAS(html, "<td>3</td><td>yes</td><td>no</td><td>age -0.750</td>");
+}
+
 TEST(Report, AbsentOptionalFilesBecomeNotes) {
   const fs::path dir = sample("report_bare", {.eval = false, .explain = false, .doctor = false});
   const std::string html = build_report(dir);
   EXPECT_HAS(html, "Run <code>glassbox eval --checkpoint " + (dir / "checkpoints/last.ckpt").string() + "</code>");
-  EXPECT_HAS(html, "No Grad-CAM gallery yet");
+  EXPECT_HAS(html, "No explanations yet");
   EXPECT_HAS(html, "No findings (no doctor.json)");
   EXPECT_HAS(html, "No evaluation yet, so no fairness analysis.");
   for (const char* id : {"evaluation", "gradcam", "doctor", "fairness"})

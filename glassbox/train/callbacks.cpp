@@ -55,8 +55,33 @@ std::filesystem::path ModelCheckpoint::dir(const Trainer& t) const {
 
 bool ModelCheckpoint::better(double a, double b) const { return options_.mode == "min" ? a < b : a > b; }
 
+namespace {
+
+// True when every parameter and buffer is finite (one fused reduction per dtype group).
+bool weights_finite(Trainer& t) {
+  std::vector<at::Tensor> floats;
+  for (const auto& p : t.task()->module().parameters()) floats.push_back(p.detach());
+  for (const auto& b : t.task()->module().buffers())
+    if (b.is_floating_point()) floats.push_back(b.detach());
+  if (floats.empty()) return true;
+  const auto norms = at::_foreach_norm(floats, 1);
+  return torch::stack(norms).sum().isfinite().item<bool>();
+}
+
+// Only files of this run's own checkpoint directory are ever removed (a run forked from another
+// run's checkpoint inherits nothing to delete, but the guard holds whatever the state says).
+void remove_own(const std::filesystem::path& dir, const std::string& path) {
+  const auto rel = std::filesystem::weakly_canonical(path).lexically_relative(std::filesystem::weakly_canonical(dir));
+  if (rel.empty() || rel.native().rfind("..", 0) == 0 || rel.has_parent_path()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
+}  // namespace
+
 void ModelCheckpoint::save(Trainer& t, bool monitored) {
   if (!t.writes_files() || !t.options().enable_checkpointing || t.sanity_checking()) return;
+  if (!weights_finite(t)) return;  // a non-finite model is worth nothing and must not replace a good one
   const std::string name = fmt::format("epoch={}-step={}.ckpt", t.current_epoch(), t.global_step());
   const auto d = dir(t);
   if (monitored && !options_.monitor.empty() && options_.save_top_k != 0) {
@@ -72,11 +97,10 @@ void ModelCheckpoint::save(Trainer& t, bool monitored) {
       auto worst_it = std::max_element(top_.begin(), top_.end(),
                                        [&](const Saved& a, const Saved& b) { return better(a.score, b.score); });
       if (!better(score, worst_it->score)) return;
-      std::error_code ec;
       const std::string old = worst_it->path;
       top_.erase(worst_it);
       t.save_checkpoint(d / name, options_.save_weights_only, options_.save_trainable_only);
-      if (old != (d / name).string()) std::filesystem::remove_all(old, ec);
+      if (old != (d / name).string()) remove_own(d, old);
     } else {
       t.save_checkpoint(d / name, options_.save_weights_only, options_.save_trainable_only);
     }
@@ -93,8 +117,7 @@ void ModelCheckpoint::save(Trainer& t, bool monitored) {
     best_path_ = (d / name).string();
     if (options_.save_top_k > 0) {
       while (static_cast<std::int64_t>(top_.size()) > options_.save_top_k) {
-        std::error_code ec;
-        std::filesystem::remove_all(top_.front().path, ec);
+        remove_own(d, top_.front().path);
         top_.erase(top_.begin());
       }
     }
@@ -105,6 +128,7 @@ void ModelCheckpoint::save(Trainer& t, bool monitored) {
 
 void ModelCheckpoint::save_last(Trainer& t) {
   if (!t.writes_files() || !t.options().enable_checkpointing) return;
+  if (!weights_finite(t)) return;
   const auto p = dir(t) / "last.ckpt";
   t.save_checkpoint(p, options_.save_weights_only, options_.save_trainable_only);
   last_path_ = p.string();
@@ -222,7 +246,8 @@ void EarlyStopping::on_validation_end(Trainer& t) {
                           options_.min_delta, wait_, fmt_metric(best_));
   }
   stopped_epoch_ = t.current_epoch();
-  t.request_stop("early stopping: " + reason_);
+  t.request_stop("early stopping: " + reason_,
+                 options_.check_finite && !std::isfinite(v) ? StopKind::kNonFinite : StopKind::kEarlyStopping);
 }
 
 nlohmann::json EarlyStopping::state() const {
@@ -255,22 +280,46 @@ void LearningRateMonitor::on_train_batch_end(Trainer& t, const StepOutput&, cons
 
 ProgressBarCallback::ProgressBarCallback(std::ostream& out) : bar_(out, true) {}
 
+namespace {
+
+std::string loss_text(double v) { return std::isfinite(v) ? fmt::format("loss {:.4f}", v) : "loss non-finite"; }
+
+}  // namespace
+
 void ProgressBarCallback::on_train_epoch_start(Trainer& t) {
   const std::string epochs = t.options().max_epochs > 0 ? std::to_string(t.options().max_epochs) : "?";
   bar_.start(fmt::format("epoch {}/{}", t.current_epoch() + 1, epochs), t.num_training_batches());
   epoch_start_ = std::chrono::steady_clock::now();
+  if (fit_batches_ < 0) fit_start_ = epoch_start_;
+  if (fit_batches_ < 0) fit_batches_ = 0;
   epoch_samples_ = 0;
   batches_ = 0;
 }
 
+void ProgressBarCallback::on_fit_start(Trainer&) { fit_batches_ = -1; }
+
 void ProgressBarCallback::on_train_batch_end(Trainer& t, const StepOutput& out, const data::Batch& batch) {
   epoch_samples_ += batch.size();
   ++batches_;
+  ++fit_batches_;
   if (batches_ % 20 == 0 || t.batch_in_epoch() == t.num_training_batches()) {
     last_loss_ = out.loss.item<double>();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count();
-    bar_.update(t.batch_in_epoch(), fmt::format("loss {:.4f}", last_loss_),
-                s > 0 ? static_cast<double>(epoch_samples_) / s : 0.0);
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - epoch_start_).count();
+    // The ETA of the whole run: the batches left in this epoch and the epochs after it (bounded by
+    // max_steps), at this fit's pace so far.
+    const std::int64_t per_epoch = t.num_training_batches();
+    std::int64_t left = per_epoch - t.batch_in_epoch();
+    if (t.options().max_epochs > 0) left += (t.options().max_epochs - t.current_epoch() - 1) * per_epoch;
+    if (t.options().max_steps > 0) {
+      const std::int64_t steps_left = std::max<std::int64_t>(0, t.options().max_steps - t.global_step());
+      left = std::min(left, steps_left * t.options().accumulate_grad_batches);
+    }
+    const double fit_s = std::chrono::duration<double>(now - fit_start_).count();
+    bar_.set_eta(t.options().max_epochs > 0 || t.options().max_steps > 0
+                     ? fit_s * static_cast<double>(left) / static_cast<double>(std::max<std::int64_t>(1, fit_batches_))
+                     : -1.0);
+    bar_.update(t.batch_in_epoch(), loss_text(last_loss_), s > 0 ? static_cast<double>(epoch_samples_) / s : 0.0);
   }
 }
 
@@ -283,7 +332,8 @@ void ProgressBarCallback::on_train_epoch_end(Trainer& t) {
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count();
   text += fmt::format(" {} samples/s", format_count(s > 0 ? static_cast<double>(epoch_samples_) / s : 0.0));
-  bar_.finish(text);
+  if (t.should_stop() && !t.stop_reason().empty()) text += " (stopped: " + t.stop_reason() + ")";
+  bar_.finish(text, std::min(t.batch_in_epoch(), t.num_training_batches()));
 }
 
 // ---------------------------------------------------------------- ModelSummary
@@ -417,7 +467,7 @@ void TimerCallback::on_train_batch_end(Trainer& t, const StepOutput&, const data
   const double elapsed =
       train_s_ + val_s_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - mark_).count();
   if (elapsed >= duration_s_)
-    t.request_stop(fmt::format("Timer: {:.1f} s elapsed (limit {:.1f} s)", elapsed, duration_s_));
+    t.request_stop(fmt::format("Timer: {:.1f} s elapsed (limit {:.1f} s)", elapsed, duration_s_), StopKind::kMaxTime);
 }
 nlohmann::json TimerCallback::state() const { return {{"train_seconds", train_s_}, {"validate_seconds", val_s_}}; }
 void TimerCallback::load_state(const nlohmann::json& s) {

@@ -118,6 +118,7 @@ class ProgressBarCallback final : public Callback {
  public:
   explicit ProgressBarCallback(std::ostream& out);
   std::string name() const override { return "ProgressBar"; }
+  void on_fit_start(Trainer& t) override;
   void on_train_epoch_start(Trainer& t) override;
   void on_train_batch_end(Trainer& t, const StepOutput& out, const data::Batch&) override;
   void on_train_epoch_end(Trainer& t) override;
@@ -127,8 +128,9 @@ class ProgressBarCallback final : public Callback {
   ProgressBar bar_;
   double last_loss_ = 0;
   std::int64_t batches_ = 0;
-  std::chrono::steady_clock::time_point epoch_start_;
+  std::chrono::steady_clock::time_point epoch_start_, fit_start_;
   std::int64_t epoch_samples_ = 0;
+  std::int64_t fit_batches_ = -1;  // batches trained by this fit (-1 before its first epoch)
 };
 
 class ModelSummary final : public Callback {

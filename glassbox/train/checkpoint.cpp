@@ -123,3 +123,43 @@ Checkpoint read_checkpoint(const std::filesystem::path& dir) {
 }
 
 }  // namespace glassbox::train
+
+namespace glassbox::train {
+
+std::vector<std::string> missing_for_resume(const Checkpoint& c) {
+  std::vector<std::string> missing;
+  const nlohmann::json& s = c.state;
+  if (s.value("weights_only", false)) {
+    missing.push_back("everything but the weights (written with checkpoint.save_weights_only)");
+    return missing;
+  }
+  if (!s.contains("optimizer") || !s["optimizer"].is_object()) {
+    missing.push_back("optimiser state (state.json: optimizer)");
+  } else if (s.contains("optimizer_tensors")) {
+    std::size_t absent = 0, total = 0;
+    for (const auto& n : s["optimizer_tensors"]) {
+      ++total;
+      if (c.optimizer.find(n.get<std::string>()) == nullptr) ++absent;
+    }
+    if (absent > 0)
+      missing.push_back("optimiser state (optimizer.safetensors: " + std::to_string(absent) + " of " +
+                        std::to_string(total) + " tensors absent)");
+  } else if (c.optimizer.tensors.empty() && s.value("global_step", std::int64_t{0}) > 0) {
+    // An older checkpoint without the list: an optimiser that has stepped keeps slots, except
+    // plain SGD without momentum.
+    const nlohmann::json& o = s["optimizer"];
+    bool stateless = o.value("name", "") == "sgd";
+    if (o.contains("groups"))
+      for (const auto& g : o["groups"]) stateless = stateless && g.value("momentum", 0.0) == 0.0;
+    if (!stateless) missing.push_back("optimiser state (optimizer.safetensors is empty)");
+  }
+  if (!s.contains("scheduler")) missing.push_back("scheduler state (state.json: scheduler)");
+  if (!s.contains("callbacks")) missing.push_back("callback state (state.json: callbacks)");
+  if (!s.contains("resume") || !s["resume"].contains("epoch") || !s["resume"].contains("batch"))
+    missing.push_back("sampler position (state.json: resume)");
+  if (!s.contains("global_step")) missing.push_back("step counter (state.json: global_step)");
+  if (c.extra.find("rng.cpu") == nullptr) missing.push_back("RNG state (extra.safetensors: rng.cpu)");
+  return missing;
+}
+
+}  // namespace glassbox::train

@@ -18,6 +18,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
@@ -44,5 +45,9 @@ void load_module_state(torch::nn::Module& module, const SafetensorsFile& weights
 
 void write_checkpoint(const std::filesystem::path& dir, const Checkpoint& contents);
 Checkpoint read_checkpoint(const std::filesystem::path& dir);
+
+// What a checkpoint lacks to resume training exactly, one entry per missing part ("optimiser
+// state (optimizer.safetensors: 4 of 8 tensors)", "RNG state", ...); empty when it can.
+std::vector<std::string> missing_for_resume(const Checkpoint& c);
 
 }  // namespace glassbox::train

@@ -25,6 +25,7 @@ struct DataInfo {
   std::int64_t num_classes = 0;
   std::vector<std::string> class_names;
   std::vector<double> mean, std;
+  std::vector<std::string> feature_names = {};  // a CSV header's feature columns; empty when unnamed
 };
 
 class DataModule {

@@ -30,7 +30,7 @@ struct DiagnosticsOptions {
   bool grad_norm_every_step = false;
   std::string nonfinite = "stop";      // on a NaN/Inf loss or gradient: stop | skip | continue | off
   std::int64_t dead_after_probes = 5;  // a layer whose gradient std is 0 for this many probes is dead
-  double grad_norm_low = 1e-2;         // the seeds' reading: below, the learning rate may be too small
+  double grad_norm_low = 1e-2;         // the usual reading: below, the learning rate may be too small
   double grad_norm_high = 100.0;       // above, explosion is near
   std::int64_t images = 16;            // training inputs shown in TensorBoard at the start (0: none)
 

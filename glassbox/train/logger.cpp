@@ -44,6 +44,24 @@ void MetricsLogger::log(const nlohmann::json& row) {
   if (new_column || rows_.size() - rows_at_last_csv_ >= 100) flush_csv();
 }
 
+void MetricsLogger::drop_after(std::int64_t step) {
+  std::vector<nlohmann::json> kept;
+  for (auto& r : rows_) {
+    const bool past = r.contains("step") && r["step"].is_number() && r["step"].get<std::int64_t>() > step;
+    if (past || r.contains("test_loss") || r.contains("test_acc")) continue;
+    kept.push_back(std::move(r));
+  }
+  if (kept.size() == rows_.size()) return;
+  rows_ = std::move(kept);
+  if (dir_.empty()) return;
+  std::string text;
+  for (const auto& r : rows_) text += r.dump() + "\n";
+  jsonl_.close();
+  write_file_atomic(dir_ / "metrics.jsonl", text);
+  jsonl_.open(dir_ / "metrics.jsonl", std::ios::app);
+  flush_csv();
+}
+
 void MetricsLogger::flush_csv() {
   if (dir_.empty()) return;
   std::ostringstream os;

@@ -25,6 +25,9 @@ class MetricsLogger {
   explicit MetricsLogger(std::filesystem::path dir = {});
   void log(const nlohmann::json& row);
   void flush_csv();
+  // Forgets the rows past `step` and the rows of a finished fit's test (a resumed run goes on
+  // from that step: its rows replace them), rewriting metrics.jsonl and metrics.csv atomically.
+  void drop_after(std::int64_t step);
   // Every logged row is also handed to each sink (e.g. a TensorBoard writer), in order.
   void add_sink(std::function<void(const nlohmann::json&)> sink) { sinks_.push_back(std::move(sink)); }
   const std::vector<nlohmann::json>& rows() const { return rows_; }

@@ -1,15 +1,15 @@
 #include "glassbox/train/trainer.h"
 
-#include <fnmatch.h>
-
 #include <cmath>
 
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
+#include "glassbox/base/interrupt.h"
 #include "glassbox/core/device.h"
 #include "glassbox/core/seed.h"
 #include "glassbox/metrics/running.h"
+#include "glassbox/train/freeze.h"
 
 namespace glassbox::train {
 
@@ -52,8 +52,25 @@ double Trainer::gradient_clip_threshold() const {
   return auto_clip_;
 }
 
-void Trainer::request_stop(const std::string& reason) {
-  if (!should_stop_) stop_reason_ = reason;
+const char* stop_kind_name(StopKind kind) {
+  switch (kind) {
+    case StopKind::kNone: return "none";
+    case StopKind::kMaxEpochs: return "max_epochs";
+    case StopKind::kMaxSteps: return "max_steps";
+    case StopKind::kMaxTime: return "max_time";
+    case StopKind::kEarlyStopping: return "early_stopping";
+    case StopKind::kNonFinite: return "nonfinite";
+    case StopKind::kInterrupted: return "interrupted";
+    case StopKind::kOther: return "other";
+  }
+  return "other";
+}
+
+void Trainer::request_stop(const std::string& reason, StopKind kind) {
+  if (!should_stop_) {
+    stop_reason_ = reason;
+    stop_kind_ = kind;
+  }
   should_stop_ = true;
 }
 
@@ -87,25 +104,13 @@ void Trainer::setup(TaskModule& task, DataModule& data) {
   data.setup();
   task.module().to(device_);
   // Freezing by name pattern.
-  if (!options_.freeze.empty()) {
-    std::vector<bool> used(options_.freeze.size(), false);
-    for (auto& p : task.module().named_parameters(true)) {
-      for (std::size_t i = 0; i < options_.freeze.size(); ++i) {
-        if (fnmatch(options_.freeze[i].c_str(), p.key().c_str(), 0) == 0) {
-          p.value().set_requires_grad(false);
-          used[i] = true;
-        }
-      }
-    }
-    for (std::size_t i = 0; i < used.size(); ++i) {
-      if (used[i]) continue;
-      std::vector<std::string> names;
-      for (const auto& p : task.module().named_parameters(true)) names.push_back(p.key());
-      const std::string near = closest_match(options_.freeze[i], names);
-      GB_THROW(InvalidArgument, "trainer.freeze pattern \"" << options_.freeze[i] << "\" matches no parameter",
-               near.empty() ? "patterns are globs over parameter names such as \"features.*\""
-                            : "did you mean \"" + near + "\"?");
-    }
+  for (const auto& unused : freeze_matching(task.module(), options_.freeze)) {
+    std::vector<std::string> names;
+    for (const auto& p : task.module().named_parameters(true)) names.push_back(p.key());
+    const std::string near = closest_match(unused, names);
+    GB_THROW(InvalidArgument, "trainer.freeze pattern \"" << unused << "\" matches no parameter",
+             near.empty() ? "patterns are globs over parameter names such as \"features.*\""
+                          : "did you mean \"" + near + "\"?");
   }
   trainable_.clear();
   for (const auto& p : task.module().parameters(true))
@@ -170,7 +175,8 @@ void Trainer::apply_schedule() {
   for (std::size_t i = 0; i < m.size() && i < optimizer_->num_groups(); ++i) optimizer_->set_momentum(i, m[i]);
 }
 
-void Trainer::fit(TaskModule& task, DataModule& data, const std::filesystem::path& resume_from) {
+void Trainer::fit(TaskModule& task, DataModule& data, const std::filesystem::path& resume_from,
+                  const ResumeOptions& resume) {
   seed_everything(static_cast<std::uint64_t>(options_.seed));
   epoch_ = global_step_ = batch_in_epoch_ = resume_batch_ = samples_seen_ = skipped_steps_ = 0;
   auto_clip_norms_.clear();
@@ -179,9 +185,11 @@ void Trainer::fit(TaskModule& task, DataModule& data, const std::filesystem::pat
   data_wait_seconds_ = 0.0;
   should_stop_ = false;
   stop_reason_.clear();
+  stop_kind_ = StopKind::kNone;
+  resume_epoch_sums_.reset();
   train_seconds_before_ = 0;
   setup(task, data);
-  if (!resume_from.empty()) restore(resume_from);
+  if (!resume_from.empty()) restore(resume_from, resume);
   fitting_ = true;
   fit_started_ = std::chrono::steady_clock::now();
   torch::autograd::AnomalyMode::set_enabled(options_.detect_anomaly);
@@ -203,7 +211,12 @@ void Trainer::fit(TaskModule& task, DataModule& data, const std::filesystem::pat
       batch_in_epoch_ = 0;
       resume_batch_ = 0;
     }
-    if (!should_stop_) request_stop(max_epochs >= 0 && epoch_ >= max_epochs ? "max_epochs reached" : "finished");
+    if (!should_stop_) {
+      if (max_epochs >= 0 && epoch_ >= max_epochs)
+        request_stop("max_epochs reached", StopKind::kMaxEpochs);
+      else
+        request_stop("finished");
+    }
     each_callback([&](Callback& c) { c.on_train_end(*this); });
     each_callback([&](Callback& c) { c.on_fit_end(*this); });
   } catch (const std::exception& e) {
@@ -227,6 +240,15 @@ void Trainer::train_epoch() {
   batch_in_epoch_ = resume_batch_;
   epoch_loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
   epoch_loss_count_ = epoch_correct_ = epoch_seen_ = 0;
+  if (resume_epoch_sums_ && resume_batch_ > 0) {
+    // A checkpoint written mid-epoch: the epoch's figures go on from where it stopped.
+    const nlohmann::json& e = *resume_epoch_sums_;
+    epoch_loss_sum_.fill_(e.value("loss_sum", 0.0));
+    epoch_loss_count_ = e.value("loss_count", std::int64_t{0});
+    epoch_correct_ = e.value("correct", std::int64_t{0});
+    epoch_seen_ = e.value("seen", std::int64_t{0});
+  }
+  resume_epoch_sums_.reset();
   accumulated_ = 0;
   const std::int64_t accumulate = options_.accumulate_grad_batches;
   const bool validate_this_epoch =
@@ -286,8 +308,12 @@ void Trainer::train_epoch() {
       epoch_seen_ += bsz;
     }
     each_callback([&](Callback& c) { c.on_train_batch_end(*this, out, batch); });
-    if (options_.max_steps > 0 && global_step_ >= options_.max_steps) request_stop("max_steps reached");
-    if (time_exceeded()) request_stop("max_time reached");
+    if (options_.max_steps > 0 && global_step_ >= options_.max_steps)
+      request_stop("max_steps reached", StopKind::kMaxSteps);
+    if (time_exceeded()) request_stop("max_time reached", StopKind::kMaxTime);
+    // An interrupt stops at a step boundary (not inside a gradient-accumulation window), so the
+    // checkpoint written next resumes exactly.
+    if (accumulated_ == 0 && interrupt_requested()) request_stop("interrupted", StopKind::kInterrupted);
     // Lightning's rule: validate after every val_check_batch-th batch of the epoch (the last
     // batch only when it is such a multiple); the end-of-epoch check runs after the loop.
     const bool val_due = validate_this_epoch && window_done && batch_in_epoch_ % val_every_batches_ == 0;

@@ -36,6 +36,17 @@
 
 namespace glassbox::train {
 
+// How fit continues from a checkpoint.
+struct ResumeOptions {
+  // Callbacks (by name) that start afresh instead of loading their state from the checkpoint: a
+  // run forked into another directory keeps its own checkpoint bookkeeping ("ModelCheckpoint").
+  std::vector<std::string> fresh_callbacks;
+};
+
+// Why fit stopped, for programs (the text of stop_reason() is for people).
+enum class StopKind { kNone, kMaxEpochs, kMaxSteps, kMaxTime, kEarlyStopping, kNonFinite, kInterrupted, kOther };
+const char* stop_kind_name(StopKind kind);  // "max_epochs", ..., "interrupted"
+
 struct EvalResult {
   double loss = 0.0;
   double accuracy = 0.0;
@@ -51,8 +62,15 @@ class Trainer {
   void add_callback(std::unique_ptr<Callback> callback);
   // Text stored in checkpoints as the run's configuration (e.g. the effective config.toml).
   void set_config_text(std::string text) { config_text_ = std::move(text); }
+  // More entries for every checkpoint's state.json (e.g. what inference needs: the data's shape,
+  // normalisation and class names, the model's contract).
+  void set_checkpoint_extra(nlohmann::json extra) { checkpoint_extra_ = std::move(extra); }
 
-  void fit(TaskModule& task, DataModule& data, const std::filesystem::path& resume_from = {});
+  // Trains. With resume_from, first restores everything from that checkpoint (it must be able to
+  // resume exactly: FailedPrecondition naming what is missing otherwise). SIGINT/SIGTERM under a
+  // glassbox::InterruptScope stop it after the current optimiser step (stop_kind() kInterrupted).
+  void fit(TaskModule& task, DataModule& data, const std::filesystem::path& resume_from = {},
+           const ResumeOptions& resume = {});
   EvalResult validate(TaskModule& task, DataModule& data);
   EvalResult test(TaskModule& task, DataModule& data);
 
@@ -64,9 +82,10 @@ class Trainer {
   std::int64_t num_training_batches() const { return num_train_batches_; }
   bool sanity_checking() const { return sanity_checking_; }
   const std::map<std::string, double>& callback_metrics() const { return callback_metrics_; }
-  void request_stop(const std::string& reason);
+  void request_stop(const std::string& reason, StopKind kind = StopKind::kOther);
   bool should_stop() const { return should_stop_; }
   const std::string& stop_reason() const { return stop_reason_; }
+  StopKind stop_kind() const { return stop_kind_; }
   const std::filesystem::path& run_dir() const { return run_dir_; }
   bool writes_files() const { return !run_dir_.empty() && options_.fast_dev_run == 0; }
   Optimizer* optimizer() { return optimizer_.get(); }
@@ -102,7 +121,7 @@ class Trainer {
 
  private:
   void setup(TaskModule& task, DataModule& data);
-  void restore(const std::filesystem::path& path);
+  void restore(const std::filesystem::path& path, const ResumeOptions& resume);
   void train_epoch();
   void optimizer_step();
   void apply_schedule();  // scheduler lrs (and momentums) -> optimiser
@@ -118,6 +137,7 @@ class Trainer {
   SchedulerOptions scheduler_options_;
   std::filesystem::path run_dir_;
   std::string config_text_;
+  nlohmann::json checkpoint_extra_ = nlohmann::json::object();
   std::vector<std::unique_ptr<Callback>> callbacks_;
   MetricsLogger logger_;
 
@@ -141,6 +161,9 @@ class Trainer {
   bool sanity_checking_ = false;
   bool should_stop_ = false;
   std::string stop_reason_;
+  StopKind stop_kind_ = StopKind::kNone;
+  // The epoch's running sums at a mid-epoch checkpoint, restored when its epoch resumes.
+  std::optional<nlohmann::json> resume_epoch_sums_;
   std::map<std::string, double> callback_metrics_;
   double last_grad_norm_ = NAN;
   bool grad_norm_requested_ = false;

@@ -33,7 +33,7 @@ struct TrainerOptions {
   std::int64_t accumulate_grad_batches = 1;
   double gradient_clip_val = 0.0;  // 0: no clipping
   // > 0: clip at the 95th percentile of the unclipped gradient norms of the first K steps (the
-  // seeds' automatic threshold); needs gradient_clip_val = 0 and the "norm" algorithm.
+  // practitioners' automatic threshold); needs gradient_clip_val = 0 and the "norm" algorithm.
   std::int64_t gradient_clip_auto_steps = 0;
   std::string gradient_clip_algorithm = "norm";  // norm | value
   std::string precision = "32";                  // 32 | bf16-mixed | 16-mixed

@@ -32,8 +32,18 @@ void Trainer::save_checkpoint(const std::filesystem::path& dir, bool weights_onl
   s["gradient_clip_auto"] = {{"threshold", auto_clip_}, {"norms", auto_clip_norms_}};
   s["metrics"] = callback_metrics_;
   s["config"] = config_text_;
+  for (auto it = checkpoint_extra_.begin(); it != checkpoint_extra_.end(); ++it) s[it.key()] = it.value();
   if (!weights_only) {
     c.optimizer.tensors = optimizer_->state_tensors();
+    std::vector<std::string> names;
+    for (const auto& [name, t] : c.optimizer.tensors) names.push_back(name);
+    s["optimizer_tensors"] = names;
+    if (!epoch_done && batch_in_epoch_ > 0 && epoch_loss_sum_.defined()) {
+      s["epoch_sums"] = {{"loss_sum", epoch_loss_sum_.item<double>()},
+                         {"loss_count", epoch_loss_count_},
+                         {"correct", epoch_correct_},
+                         {"seen", epoch_seen_}};
+    }
     s["optimizer"] = optimizer_->state_json();
     s["scheduler"] = scheduler_->state();
     nlohmann::json cb = nlohmann::json::object();
@@ -50,12 +60,17 @@ void Trainer::save_checkpoint(const std::filesystem::path& dir, bool weights_onl
   write_checkpoint(dir, c);
 }
 
-void Trainer::restore(const std::filesystem::path& path) {
+void Trainer::restore(const std::filesystem::path& path, const ResumeOptions& resume) {
   Checkpoint c = read_checkpoint(path);
   const auto& s = c.state;
-  GB_CHECK(!s.value("weights_only", false), FailedPrecondition,
-           "checkpoint " << path.string() << " holds weights only and cannot resume training",
-           "resume from a full checkpoint such as last.ckpt");
+  const std::vector<std::string> missing = missing_for_resume(c);
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) list += (list.empty() ? "" : "; ") + m;
+    GB_THROW(FailedPrecondition, "checkpoint " << path.string() << " cannot resume exactly: it lacks " << list,
+             "resume from a full checkpoint such as last.ckpt, or start a new run from its weights with --init-from " +
+                 path.string());
+  }
   const std::string model = s.value("model", "");
   GB_CHECK(
       model.empty() || model == task_->name(), FailedPrecondition,
@@ -77,8 +92,12 @@ void Trainer::restore(const std::filesystem::path& path) {
     }
     if (s.contains("metrics")) callback_metrics_ = s["metrics"].get<std::map<std::string, double>>();
     const auto& cb = s.at("callbacks");
-    for (auto& callback : callbacks_)
+    for (auto& callback : callbacks_) {
+      const auto& fresh = resume.fresh_callbacks;
+      if (std::find(fresh.begin(), fresh.end(), callback->name()) != fresh.end()) continue;
       if (cb.contains(callback->name())) callback->load_state(cb[callback->name()]);
+    }
+    if (s.contains("epoch_sums")) resume_epoch_sums_ = s["epoch_sums"];
   } catch (const nlohmann::json::exception& e) {
     GB_THROW(DataLoss, "checkpoint " << path.string() << ": state.json is incomplete: " << e.what(),
              "use another checkpoint");
@@ -98,6 +117,9 @@ void Trainer::restore(const std::filesystem::path& path) {
   }
   set_cuda_rng_states(cuda);
   if (const at::Tensor* sc = c.extra.find("amp.scaler")) precision_->load_scaler_state(*sc);
+  // Rows logged after this checkpoint (by a run that went on, then crashed or was stopped) are
+  // superseded by what this run logs: one history.
+  logger_.drop_after(global_step_);
 }
 
 }  // namespace glassbox::train

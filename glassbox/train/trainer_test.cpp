@@ -9,7 +9,6 @@
 #include "glassbox/nn/registry.h"
 #include "glassbox/testing/testing.h"
 #include "glassbox/train/callbacks.h"
-#include "glassbox/train/run.h"
 
 namespace glassbox::train {
 namespace {
@@ -304,23 +303,6 @@ TEST(Checkpoint, TrainableOnlySkipsFrozenAndLoadsPartially) {
   fresh->module().named_parameters()["body.bn0.weight"].set_requires_grad(false);
   fresh->module().named_parameters()["body.bn0.bias"].set_requires_grad(false);
   EXPECT_NO_THROW(load_module_state(fresh->module(), c.model, true));
-}
-
-TEST(RunTraining, RefusesExistingRunDirectory) {
-  const fs::path dir = testing::temp_dir("existing");
-  write_file_atomic(dir / "precious.txt", "keep me");
-  RunConfig cfg = parse_run_config("", "test", {"trainer.max_epochs=1"});
-  RunOptions ro;
-  ro.run_dir = dir;
-  std::ostringstream out;
-  try {
-    run_training(cfg, ro, out);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kAlreadyExists);
-    EXPECT_NE(e.one_line().find("already exists (hint: pass --overwrite"), std::string::npos) << e.one_line();
-  }
-  EXPECT_EQ(read_file(dir / "precious.txt"), "keep me");
 }
 
 TEST(Trainer, EarlyStoppingCountsValidationChecksAndRecordsReason) {

@@ -1,7 +1,7 @@
 """Reference values for glassbox's losses, computed with Python PyTorch.
 
 Prints JSON: the inputs (logits, targets) and, for each case, the options and PyTorch's loss.
-The focal loss is the seeds' definition written with torch.nn.functional.
+The focal loss is the usual definition written with torch.nn.functional.
 """
 import json
 

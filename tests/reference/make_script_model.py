@@ -15,8 +15,10 @@ With --first N: first_inputs.npy (float32 [N, 1, 28, 28], the first N test image
 glassbox normalises them: uint8 / 255 in float32, then (x - mean) / std in float32) and
 first_logits.npy (float32 [N, 10], the loaded TorchScript model's outputs for them), and both as
 "inputs" and "logits" in first.safetensors.
-With --accuracy: predictions.npy (int64 [10000], argmax of the loaded model on every test image,
-in file order) and the accuracy in the printed summary.
+With --accuracy: predictions.npy (int64 [N], argmax of the loaded model on every test image, or on
+the first --test-limit N of them, in file order) and the accuracy in the printed summary; with
+--test-limit also test_x.npy (uint8 [N, 1, 28, 28], the raw images) and test_y.npy (int64 [N]), so
+glassbox can evaluate the same samples (data.format = "npy").
 
 Models (random weights from --seed; eval mode):
   resnet18  torchvision.models.resnet18(num_classes=10) with conv1 = Conv2d(1, 64, 3, 1, 1, bias=False)
@@ -100,6 +102,7 @@ def main():
     ap.add_argument("--trace", action="store_true", help="torch.jit.trace instead of torch.jit.script")
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--accuracy", action="store_true")
+    ap.add_argument("--test-limit", type=int, default=0, help="only the first N test images (0: all)")
     ap.add_argument("--data-root", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--mean", type=float, default=0.286)
     ap.add_argument("--std", type=float, default=0.353)
@@ -154,6 +157,10 @@ def main():
     if a.first > 0 or a.accuracy:
         images = read_idx(find(a.data_root, "t10k-images-idx3-ubyte"))
         labels = read_idx(find(a.data_root, "t10k-labels-idx1-ubyte")).astype(np.int64)
+        if a.test_limit > 0:
+            images, labels = images[: a.test_limit], labels[: a.test_limit]
+            np.save(os.path.join(a.out, "test_x.npy"), np.ascontiguousarray(images.reshape(-1, 1, 28, 28)))
+            np.save(os.path.join(a.out, "test_y.npy"), labels)
     with torch.no_grad():
         if a.first > 0:
             x = normalise(images[: a.first], [a.mean], [a.std])

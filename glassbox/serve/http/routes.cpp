@@ -231,17 +231,7 @@ HttpResponse empty_response(int status = 200) {
 
 }  // namespace
 
-int http_status(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kInvalidArgument:
-    case ErrorCode::kFailedPrecondition: return 400;
-    case ErrorCode::kNotFound: return 404;
-    case ErrorCode::kAlreadyExists: return 409;
-    case ErrorCode::kResourceExhausted:
-    case ErrorCode::kUnavailable: return 503;
-    default: return 500;
-  }
-}
+int http_status(ErrorCode code) { return http_status_for(code); }
 
 HttpResponse json_error(int status, std::string_view message) {
   HttpResponse r;

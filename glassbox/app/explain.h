@@ -1,4 +1,4 @@
-// `glassbox explain` as a call, shared with quickstart: class activation maps of a checkpoint's
+// `glassbox explain` as a call: class activation maps of a checkpoint's
 // (or a TorchScript file's) predictions on chosen samples of a split, written as PNGs with an index.
 //
 //   ExplainRequest r; r.checkpoint = "runs/cnn/checkpoints/last.ckpt"; r.misclassified = 8;
@@ -27,17 +27,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "glassbox/train/inference.h"
+#include "glassbox/app/inference.h"
 
-namespace CLI {
-class App;
-}
-
-namespace glassbox::cli {
+namespace glassbox::app {
 
 struct ExplainRequest {
   std::filesystem::path checkpoint;
-  train::ScriptSource script;  // script.model: a TorchScript file instead of a checkpoint
+  std::vector<std::string> data_overrides;  // with checkpoint: "data.KEY=value" (another place or data set)
+  ScriptSource script;                      // script.model: a TorchScript file instead of a checkpoint
   std::string split = "test";
   std::vector<std::int64_t> samples;
   std::int64_t misclassified = 0;
@@ -51,19 +48,4 @@ struct ExplainRequest {
 
 nlohmann::json explain_checkpoint(const ExplainRequest& request);
 
-// The flags `glassbox eval` and `glassbox explain` share for a TorchScript model: --model,
-// --contract, CONFIG (the [data] section; default: the built-in quickstart config), --set, and the
-// contract flags (--input-shape, --mean, --std, --scale, --labels, --num-classes, --output-kind,
-// --channel-order).
-struct ScriptArgs {
-  std::string model, contract, config;
-  std::vector<std::string> sets;
-  train::ContractFlags flags;
-  std::string labels;
-};
-void add_script_options(CLI::App& cmd, const std::shared_ptr<ScriptArgs>& args);
-// The TorchScript source the flags describe (empty model when --model is absent). InvalidArgument
-// for --checkpoint with --model, neither of them, or model-only flags with --checkpoint.
-train::ScriptSource script_source(const ScriptArgs& args, const std::filesystem::path& checkpoint);
-
-}  // namespace glassbox::cli
+}  // namespace glassbox::app

@@ -30,16 +30,18 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "glassbox/train/inference.h"
+#include "glassbox/app/inference.h"
 
-namespace glassbox::train {
+namespace glassbox::app {
 
 struct EvalOptions {
   std::filesystem::path checkpoint;
-  ScriptSource script;  // script.model: a TorchScript file instead of a checkpoint
+  std::vector<std::string> data_overrides;  // with checkpoint: "data.KEY=value" (another place or data set)
+  ScriptSource script;                      // script.model: a TorchScript file instead of a checkpoint
   std::string split = "test";
   std::filesystem::path out_dir;  // empty: <run_dir>/eval
   std::string device = "cpu";
@@ -59,4 +61,4 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& options);
 // The one-screen summary `glassbox eval` prints (accuracy, baseline, per-class table, ECE, flags).
 std::string format_eval_summary(const nlohmann::json& metrics);
 
-}  // namespace glassbox::train
+}  // namespace glassbox::app

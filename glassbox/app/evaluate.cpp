@@ -1,12 +1,15 @@
-#include "glassbox/train/evaluate.h"
+#include "glassbox/app/evaluate.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/torch.h>
 
+#include "glassbox/app/inference.h"
 #include "glassbox/base/config.h"
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
@@ -15,9 +18,8 @@
 #include "glassbox/metrics/calibration.h"
 #include "glassbox/metrics/classification.h"
 #include "glassbox/metrics/fairness.h"
-#include "glassbox/train/inference.h"
 
-namespace glassbox::train {
+namespace glassbox::app {
 
 namespace fs = std::filesystem;
 
@@ -114,7 +116,8 @@ std::vector<std::string> read_group_file(const fs::path& path, const std::string
 }
 
 // A column of the data set's own file (CSV by name or index, NPY inputs by feature index).
-std::vector<std::string> read_data_column(const DataModuleOptions& d, bool test_file, const std::string& column) {
+std::vector<std::string> read_data_column(const train::DataModuleOptions& d, bool test_file,
+                                          const std::string& column) {
   const auto& o = d.source;
   auto at_root = [&](const std::string& f) { return fs::path(f).is_absolute() ? fs::path(f) : fs::path(o.root) / f; };
   auto index_of = [&](const std::vector<std::string>& names) -> std::int64_t {
@@ -164,7 +167,7 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
   GB_CHECK(o.checkpoint.empty() || o.script.model.empty(), InvalidArgument,
            "--checkpoint and --model are mutually exclusive",
            "evaluate a glassbox checkpoint (--checkpoint) or a TorchScript file (--model), one at a time");
-  LoadedModel m = o.script.model.empty() ? load_checkpoint_for_inference(o.checkpoint, o.device)
+  LoadedModel m = o.script.model.empty() ? load_checkpoint_for_inference(o.checkpoint, o.device, o.data_overrides)
                                          : load_script_for_inference(o.script, o.device);
   const auto ds = split_dataset(m, o.split);
   const at::Tensor probs = predict_probabilities(m, *ds, o.batch_size);
@@ -193,7 +196,7 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
   j["calibration"] = metrics::calibration(probs, labels, o.bins).to_json();
   j["pr_curves"] = metrics::pr_curves_json(in);
   std::vector<std::string> notes = j["notes"].get<std::vector<std::string>>();
-  {
+  if (m.data->train_dataset() && m.data->train_dataset()->size() > 0) {
     at::Tensor train_y = m.data->train_dataset()->all_targets();
     if (!train_y.defined())
       train_y =
@@ -219,6 +222,18 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
     std::vector<std::string> groups;
     groups.reserve(static_cast<std::size_t>(index.numel()));
     for (std::int64_t i = 0; i < index.numel(); ++i) groups.push_back(all[static_cast<std::size_t>(file_row[i])]);
+    // A continuous attribute (age, income) makes one "group" per value: refused, with the fix.
+    std::set<std::string> distinct(groups.begin(), groups.end());
+    bool numeric = true;
+    for (const auto& g : distinct) {
+      char* end = nullptr;
+      std::strtod(g.c_str(), &end);
+      numeric = numeric && !g.empty() && end != nullptr && *end == '\0';
+    }
+    GB_CHECK(!(numeric && distinct.size() > 20), InvalidArgument,
+             source << " looks continuous: " << distinct.size() << " distinct numeric values among " << groups.size()
+                    << " samples, so every value would be its own group",
+             "audit a categorical attribute, or bin this one into a few ranges first (e.g. an age_band column)");
     metrics::FairnessOptions fo;
     fo.attribute = o.group_column.empty() ? o.groups_file.stem().string() : o.group_column;
     fo.privileged = o.privileged;
@@ -301,4 +316,4 @@ std::string format_eval_summary(const nlohmann::json& j) {
   return s;
 }
 
-}  // namespace glassbox::train
+}  // namespace glassbox::app

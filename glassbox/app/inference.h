@@ -31,23 +31,26 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
 
 #include "glassbox/nn/contract.h"
 #include "glassbox/nn/model.h"
 #include "glassbox/train/datamodule.h"
 #include "glassbox/train/run_config.h"
 
-namespace glassbox::train {
+namespace glassbox::app {
 
 struct LoadedModel {
   std::filesystem::path checkpoint;
   std::filesystem::path run_dir;
-  RunConfig config;
-  std::unique_ptr<StandardDataModule> data;
-  DataInfo info;
+  train::RunConfig config;
+  // The data, set up on first use by split_dataset() (a checkpoint needs none for export/predict).
+  std::shared_ptr<train::StandardDataModule> data;
+  train::DataInfo info;
   std::unique_ptr<nn::Model> model;
   c10::Device device = c10::Device(c10::kCPU);
   bool outputs_probabilities = false;  // the model ends in softmax (model.mlp.output = "softmax")
@@ -57,6 +60,9 @@ struct LoadedModel {
   std::filesystem::path model_file;
   nn::ModelContract contract;
   std::string contract_source;
+  // A checkpoint's stored contract and scale (absent in checkpoints of older glassbox versions).
+  bool has_stored_contract = false;
+  double scale = 1.0;
 
   // What the model was loaded from: the checkpoint or the TorchScript file.
   std::string source() const { return model_file.empty() ? checkpoint.string() : model_file.string(); }
@@ -66,7 +72,25 @@ struct LoadedModel {
 // images (IDX files, uint8 .npy arrays; read from the .npy header only), 1 otherwise.
 double data_scale(const data::DataOptions& d);
 
-LoadedModel load_checkpoint_for_inference(const std::filesystem::path& checkpoint, const std::string& device = "cpu");
+// A checkpoint's model, ready for inference. The checkpoint carries what inference needs (the
+// data's sample shape, class names and normalisation, the model's contract), so nothing of the
+// training data is read until a split is asked for (split_dataset). `data_overrides` ("data.KEY=
+// value", e.g. data.root=/elsewhere) point the data at another place or another data set, which
+// is then read with the checkpoint's own preprocessing (its mean/std); other keys (model.*,
+// optim.*, ...) are refused: they would describe another model.
+LoadedModel load_checkpoint_for_inference(const std::filesystem::path& checkpoint, const std::string& device = "cpu",
+                                          const std::vector<std::string>& data_overrides = {});
+
+// What a checkpoint stores about its data (state.json "data_info"), and back.
+nlohmann::json data_info_to_json(const train::DataInfo& info, double scale);
+train::DataInfo data_info_from_json(const nlohmann::json& j);
+
+// The contract of a run's model: input shape, the data module's preprocessing (raw * scale, then
+// mean/std), output kind and class names. `name` is the model's name in a repository.
+nn::ModelContract contract_for(const train::RunConfig& config, const train::DataInfo& info, double scale,
+                               bool outputs_probabilities, std::string name);
+// The same for a loaded checkpoint (its stored contract when it has one).
+nn::ModelContract contract_for_checkpoint(const LoadedModel& m);
 
 // A TorchScript model described without a sidecar, or fields of its sidecar replaced (the CLI's
 // --input-shape, --mean, --std, --scale, --labels, --num-classes, --output, --channel-order).
@@ -85,7 +109,7 @@ struct ScriptSource {
   std::filesystem::path model;     // a torch.jit.save file
   std::filesystem::path contract;  // empty: <model path without extension>.json when it exists
   ContractFlags flags;
-  DataModuleOptions data;  // where the samples come from (a config's [data] section)
+  train::DataModuleOptions data;  // where the samples come from (a config's [data] section)
 };
 
 // The sidecar (source.contract, or the one beside the model) with the flags applied, or the
@@ -95,11 +119,27 @@ nn::ModelContract resolve_contract(const ScriptSource& source, nn::Model* model,
 
 LoadedModel load_script_for_inference(const ScriptSource& source, const std::string& device = "cpu");
 
+// Which model a command works on, as the command line gives it: a checkpoint, or a TorchScript
+// file with its contract (sidecar and/or flags) and a config whose [data] section gives the samples
+// (default: the built-in quickstart config). `overrides` ("key=value"): with a checkpoint only
+// data.* keys; with a TorchScript file any key of that config.
+struct ModelSpec {
+  std::filesystem::path checkpoint;
+  std::filesystem::path model;
+  std::filesystem::path contract;
+  std::filesystem::path config;
+  std::vector<std::string> overrides;
+  ContractFlags flags;
+};
+// The TorchScript source a spec describes (an empty `model` for a checkpoint). InvalidArgument for
+// both or neither of checkpoint and model, and for options that do not apply to the one given.
+ScriptSource script_source(const ModelSpec& spec);
+
 // The split by name: "test", "val" or "train" (an error names the ones that exist).
-std::shared_ptr<const data::Dataset> split_dataset(const LoadedModel& m, const std::string& split);
+std::shared_ptr<const data::Dataset> split_dataset(LoadedModel& m, const std::string& split);
 
 // Class probabilities of every sample of a dataset, in order: [N, K] float64 on the CPU (softmax
 // of the logits, or the outputs themselves for a model that ends in softmax).
 at::Tensor predict_probabilities(LoadedModel& m, const data::Dataset& dataset, std::int64_t batch_size);
 
-}  // namespace glassbox::train
+}  // namespace glassbox::app

@@ -1,6 +1,6 @@
 // A TorchScript model with its contract, served glassbox's data: the contract's preprocessing
 // is what the model sees, channel by channel (BGR models included).
-#include "glassbox/train/inference.h"
+#include "glassbox/app/inference.h"
 
 #include <gtest/gtest.h>
 #include <torch/script.h>
@@ -10,7 +10,7 @@
 #include "glassbox/data/npy.h"
 #include "glassbox/testing/testing.h"
 
-namespace glassbox::train {
+namespace glassbox::app {
 namespace {
 
 namespace fs = std::filesystem;
@@ -53,4 +53,4 @@ TEST(ScriptInference, ABgrModelSeesItsChannelsNormalisedWithItsOwnStatistics) {
 }
 
 }  // namespace
-}  // namespace glassbox::train
+}  // namespace glassbox::app

@@ -1,4 +1,4 @@
-#include "glassbox/train/inference.h"
+#include "glassbox/app/inference.h"
 
 #include <algorithm>
 #include <cctype>
@@ -12,6 +12,7 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include "glassbox/app/quickstart.h"
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
 #include "glassbox/core/device.h"
@@ -20,7 +21,7 @@
 #include "glassbox/nn/script_model.h"
 #include "glassbox/train/checkpoint.h"
 
-namespace glassbox::train {
+namespace glassbox::app {
 
 namespace fs = std::filesystem;
 
@@ -216,7 +217,7 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
              "point the [data] section (CONFIG or --set data.root=...) at the data the model was trained on, or fix "
              "input.shape");
   };
-  m.data = std::make_unique<StandardDataModule>(m.config.data);
+  m.data = std::make_shared<train::StandardDataModule>(m.config.data);
   try {
     m.data->setup();
   } catch (const Error& e) {
@@ -239,12 +240,86 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
   return m;
 }
 
-LoadedModel load_checkpoint_for_inference(const fs::path& checkpoint, const std::string& device) {
+nlohmann::json data_info_to_json(const train::DataInfo& info, double scale) {
+  return {{"sample_shape", info.sample_shape},
+          {"num_classes", info.num_classes},
+          {"class_names", info.class_names},
+          {"mean", info.mean},
+          {"std", info.std},
+          {"scale", scale}};
+}
+
+train::DataInfo data_info_from_json(const nlohmann::json& j) {
+  train::DataInfo info;
+  info.sample_shape = j.at("sample_shape").get<std::vector<std::int64_t>>();
+  info.num_classes = j.at("num_classes").get<std::int64_t>();
+  info.class_names = j.value("class_names", std::vector<std::string>{});
+  info.mean = j.value("mean", std::vector<double>{});
+  info.std = j.value("std", std::vector<double>{});
+  info.feature_names = j.value("feature_names", std::vector<std::string>{});
+  return info;
+}
+
+nn::ModelContract contract_for(const train::RunConfig& config, const train::DataInfo& info, double scale,
+                               bool outputs_probabilities, std::string name) {
+  nn::ModelContract c;
+  c.name = name.empty() ? config.model.name : std::move(name);
+  for (char& ch : c.name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.') ch = '_';
+  c.architecture = config.model.name;
+  c.input_shape = info.sample_shape;
+  c.layout = c.input_shape.size() == 3 ? "NCHW" : "NC";
+  c.num_classes = info.num_classes;
+  c.output_kind = outputs_probabilities ? "probabilities" : "logits";
+  c.output_name = outputs_probabilities ? "probabilities" : "logits";
+  // What the data module does to a raw sample: uint8 pixels are scaled to [0, 1] first.
+  c.scale = scale;
+  c.mean = info.mean;
+  c.std = info.std;
+  if (c.layout == "NC") {
+    c.channel_order = "none";
+  } else {
+    // glassbox's image data (IDX, npy) is read as it is stored; 3 channels are taken as RGB.
+    c.channel_order = c.input_shape[0] == 1 ? "gray" : c.input_shape[0] == 3 ? "RGB" : "none";
+  }
+  c.labels = info.class_names;
+  if (static_cast<std::int64_t>(c.labels.size()) != c.num_classes) c.labels.clear();
+  if (c.layout == "NC" && !info.feature_names.empty() &&
+      static_cast<std::int64_t>(info.feature_names.size()) == c.input_shape.at(0))
+    c.feature_names = info.feature_names;
+  return c;
+}
+
+nn::ModelContract contract_for_checkpoint(const LoadedModel& m) {
+  // The run directory's name (runs/<run.name> unless --run-dir chose another).
+  nn::ModelContract c = contract_for(m.config, m.info, m.scale, m.outputs_probabilities, m.run_dir.filename().string());
+  return c;
+}
+
+namespace {
+
+// The stored configuration with data overrides only; the checkpoint's normalisation and classes.
+train::RunConfig inference_config(const std::string& stored, const std::string& source,
+                                  const std::vector<std::string>& data_overrides) {
+  for (const auto& o : data_overrides) {
+    const std::string key = o.substr(0, o.find('='));
+    GB_CHECK(key.rfind("data.", 0) == 0, InvalidArgument,
+             "--set " << key << " does not apply to a checkpoint: only data.* keys can change (where the samples "
+                      << "come from)",
+             "the checkpoint's model, optimiser and training settings are fixed; drop --set " + key);
+  }
+  return train::parse_run_config(stored, source, data_overrides);
+}
+
+}  // namespace
+
+LoadedModel load_checkpoint_for_inference(const fs::path& checkpoint, const std::string& device,
+                                          const std::vector<std::string>& data_overrides) {
   GB_CHECK(!checkpoint.empty(), InvalidArgument, "no checkpoint given",
            "pass --checkpoint runs/NAME/checkpoints/last.ckpt");
   GB_CHECK(fs::exists(checkpoint), NotFound, "no checkpoint at " << checkpoint.string(),
            "pass --checkpoint runs/NAME/checkpoints/last.ckpt");
-  Checkpoint ck = read_checkpoint(checkpoint);
+  train::Checkpoint ck = train::read_checkpoint(checkpoint);
   LoadedModel m;
   m.checkpoint = checkpoint;
   const fs::path abs = fs::absolute(checkpoint).lexically_normal();
@@ -254,30 +329,78 @@ LoadedModel load_checkpoint_for_inference(const fs::path& checkpoint, const std:
   GB_CHECK(ck.state.contains("config") && ck.state["config"].is_string(), DataLoss,
            "checkpoint " << checkpoint.string() << " carries no configuration (state.json has no \"config\")",
            "evaluate a checkpoint written by glassbox train");
-  m.config = parse_run_config(ck.state["config"].get<std::string>(), checkpoint.string() + "/state.json", {});
+  m.config =
+      inference_config(ck.state["config"].get<std::string>(), checkpoint.string() + "/state.json", data_overrides);
   m.global_step = ck.state.value("global_step", std::int64_t{0});
-  m.data = std::make_unique<StandardDataModule>(m.config.data);
-  m.data->setup();
-  m.info = m.data->info();
+  m.outputs_probabilities = m.config.model.name == "mlp" && m.config.model.mlp.output == "softmax";
+  if (ck.state.contains("data_info") && ck.state["data_info"].is_object()) {
+    // A portable checkpoint: no data is read here.
+    m.info = data_info_from_json(ck.state["data_info"]);
+    m.scale = ck.state["data_info"].value("scale", 1.0);
+    m.has_stored_contract = ck.state.contains("contract");
+    // Another data set is read with this model's preprocessing and classes.
+    m.config.data.source.mean = m.info.mean;
+    m.config.data.source.std = m.info.std;
+    if (m.info.mean.empty()) m.config.data.source.normalize = false;
+    if (!m.info.class_names.empty()) m.config.data.source.class_names = m.info.class_names;
+    m.config.data.source.num_classes = m.info.num_classes;
+  } else {
+    // Written by an older glassbox: the data tell the shapes.
+    m.data = std::make_shared<train::StandardDataModule>(m.config.data);
+    m.data->setup();
+    m.info = m.data->info();
+    m.scale = data_scale(m.config.data.source);
+  }
   m.model = nn::make_model(m.config.model, nn::ModelShape{m.info.sample_shape, m.info.num_classes});
-  load_module_state(*m.model->module(), ck.model, ck.state.value("trainable_only", false));
+  train::load_module_state(*m.model->module(), ck.model, ck.state.value("trainable_only", false));
   m.device = resolve_device(device);
   m.model->module()->to(m.device);
   m.model->module()->eval();
-  m.outputs_probabilities = m.config.model.name == "mlp" && m.config.model.mlp.output == "softmax";
   return m;
 }
 
-std::shared_ptr<const data::Dataset> split_dataset(const LoadedModel& m, const std::string& split) {
+ScriptSource script_source(const ModelSpec& a) {
+  GB_CHECK(a.checkpoint.empty() || a.model.empty(), InvalidArgument, "--checkpoint and --model are mutually exclusive",
+           "give a glassbox checkpoint (--checkpoint) or a TorchScript file (--model), not both");
+  GB_CHECK(!a.checkpoint.empty() || !a.model.empty(), InvalidArgument, "no model given",
+           "pass --checkpoint runs/NAME/checkpoints/last.ckpt, or --model model.pt for a TorchScript file");
+  ScriptSource s;
+  if (a.model.empty()) {
+    GB_CHECK(a.contract.empty() && a.config.empty() && a.flags.empty(), InvalidArgument,
+             "CONFIG, --contract and the contract flags apply to --model only",
+             "a checkpoint carries its own configuration and preprocessing; drop them (--set data.KEY=... points it "
+             "at other data)");
+    return s;
+  }
+  s.model = a.model;
+  s.contract = a.contract;
+  s.flags = a.flags;
+  const train::RunConfig cfg =
+      a.config.empty() ? train::parse_run_config(embedded_quickstart_config(), "quickstart (built in)", a.overrides)
+                       : train::load_run_config(a.config, a.overrides);
+  s.data = cfg.data;
+  return s;
+}
+
+std::shared_ptr<const data::Dataset> split_dataset(LoadedModel& m, const std::string& split) {
+  GB_CHECK(split == "test" || split == "val" || split == "train", InvalidArgument, "unknown split '" << split << "'",
+           "use --split test, val or train");
+  if (!m.data) {
+    m.data = std::make_shared<train::StandardDataModule>(m.config.data);
+    m.data->setup();
+    const train::DataInfo d = m.data->info();
+    GB_CHECK(d.sample_shape == m.info.sample_shape, InvalidArgument,
+             "the data's samples have shape " << shape_text(d.sample_shape) << ", the model expects "
+                                              << shape_text(m.info.sample_shape),
+             "point data.* (--set data.root=...) at data shaped like the model's training data");
+  }
   std::shared_ptr<const data::Dataset> ds;
   if (split == "test") {
     ds = m.data->test_dataset();
   } else if (split == "val") {
     ds = m.data->val_dataset();
-  } else if (split == "train") {
-    ds = m.data->train_dataset();
   } else {
-    GB_CHECK(false, InvalidArgument, "unknown split '" << split << "'", "use --split test, val or train");
+    ds = m.data->train_dataset();
   }
   GB_CHECK(ds != nullptr && ds->size() > 0, NotFound, "the run has no " << split << " split",
            (split == "val" ? "its data.val_size is 0; use --split test" : "use --split test"));
@@ -303,4 +426,4 @@ at::Tensor predict_probabilities(LoadedModel& m, const data::Dataset& dataset, s
   return parts.empty() ? torch::zeros({0, m.info.num_classes}, torch::kDouble) : torch::cat(parts);
 }
 
-}  // namespace glassbox::train
+}  // namespace glassbox::app

@@ -1,0 +1,145 @@
+#include "glassbox/app/predict.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "glassbox/base/error.h"
+#include "glassbox/base/files.h"
+#include "glassbox/data/csv.h"
+#include "glassbox/data/npy.h"
+
+namespace glassbox::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Raw inputs as the model's contract describes them: [N, ...input_shape] float32, preprocessed.
+at::Tensor preprocess(at::Tensor x, const nn::ModelContract& c) {
+  x = x.to(torch::kFloat) * c.scale;
+  if (!c.mean.empty() || !c.std.empty()) {
+    const std::int64_t width = c.input_shape.empty() ? 1 : c.input_shape[0];
+    std::vector<int64_t> view(static_cast<std::size_t>(x.dim()), 1);
+    view[1] = -1;
+    const auto stat = [&](const std::vector<double>& v, double fill) {
+      std::vector<double> full = v.empty() ? std::vector<double>{fill} : v;
+      if (full.size() == 1) full.assign(static_cast<std::size_t>(width), full[0]);
+      return torch::tensor(full, torch::kDouble).to(torch::kFloat).view(view);
+    };
+    x = (x - stat(c.mean, 0.0)) / stat(c.std, 1.0);
+  }
+  if (c.channel_order == "BGR") x = x.flip(1);
+  return x;
+}
+
+// The feature columns of a CSV table: every column but the label column (when the file has one).
+at::Tensor csv_features(const fs::path& path, const std::string& label_column) {
+  const std::string text = read_file(path);
+  const std::size_t eol = text.find('\n');
+  const std::string header = text.substr(0, eol);
+  std::vector<std::string> cols;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= header.size(); ++i) {
+    if (i == header.size() || header[i] == ',') {
+      std::string c = header.substr(start, i - start);
+      while (!c.empty() && (c.back() == '\r' || c.back() == ' ' || c.back() == '"')) c.pop_back();
+      while (!c.empty() && (c.front() == ' ' || c.front() == '"')) c.erase(c.begin());
+      cols.push_back(c);
+      start = i + 1;
+    }
+  }
+  if (std::find(cols.begin(), cols.end(), label_column) != cols.end())
+    return data::parse_csv(text, path.string(), label_column).features;
+  // Unlabeled: a placeholder label column is added so the table reads as a training file does.
+  std::string labeled;
+  std::size_t pos = 0;
+  bool first = true;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") != std::string::npos) labeled += line + (first ? ",__row_label__\n" : ",0\n");
+    first = first && line.find_first_not_of(" \t") == std::string::npos;
+    pos = end + 1;
+  }
+  return data::parse_csv(labeled, path.string(), "__row_label__").features;
+}
+
+std::string shape_text(c10::IntArrayRef s) {
+  std::string t;
+  for (auto d : s) t += (t.empty() ? "" : ", ") + std::to_string(d);
+  return "[" + t + "]";
+}
+
+}  // namespace
+
+PredictOutcome run_predict(const PredictRequest& r) {
+  GB_CHECK(!r.input.empty(), InvalidArgument, "no input given", "pass the samples to predict: INPUT.npy or INPUT.csv");
+  GB_CHECK(fs::exists(r.input), NotFound, "no input file at " << r.input.string(), "check the path");
+  GB_CHECK(r.batch_size > 0, InvalidArgument, "--batch-size must be positive, got " << r.batch_size, "use 512");
+  const ScriptSource script = script_source(r.model);
+  LoadedModel m = script.model.empty() ? load_checkpoint_for_inference(r.model.checkpoint, r.device)
+                                       : load_script_for_inference(script, r.device);
+  const nn::ModelContract contract = script.model.empty() ? contract_for_checkpoint(m) : m.contract;
+  // The contract of a TorchScript file applies channel reversal inside ScriptModel already.
+  nn::ModelContract pre = contract;
+  if (!script.model.empty()) pre.channel_order = "RGB";
+
+  const std::string ext = r.input.extension().string();
+  at::Tensor x;
+  if (ext == ".npy") {
+    x = data::read_npy(r.input);
+  } else if (ext == ".csv") {
+    x = csv_features(r.input, m.config.data.source.label_column);
+  } else {
+    GB_THROW(InvalidArgument, "cannot read " << r.input.string() << ": unknown extension '" << ext << "'",
+             "give a .npy array or a .csv table with a header");
+  }
+  std::vector<std::int64_t> want{-1};
+  want.insert(want.end(), contract.input_shape.begin(), contract.input_shape.end());
+  const bool fits = x.dim() == static_cast<std::int64_t>(want.size()) &&
+                    std::equal(want.begin() + 1, want.end(), x.sizes().begin() + 1);
+  GB_CHECK(fits, InvalidArgument,
+           r.input.string() << " holds samples of shape " << shape_text(x.sizes().slice(x.dim() > 0 ? 1 : 0))
+                            << ", the model expects " << shape_text(contract.input_shape),
+           "give one row per sample shaped like the training data (images: [N, C, H, W])");
+
+  std::vector<std::string> names = m.info.class_names;
+  for (auto c = static_cast<std::int64_t>(names.size()); c < m.info.num_classes; ++c)
+    names.push_back(std::to_string(c));
+  torch::NoGradGuard no_grad;
+  m.model->module()->eval();
+  std::vector<at::Tensor> parts;
+  const std::int64_t n = x.size(0);
+  for (std::int64_t start = 0; start < n; start += r.batch_size) {
+    const at::Tensor batch = preprocess(x.slice(0, start, std::min(n, start + r.batch_size)), pre);
+    at::Tensor out = m.model->forward(batch.to(m.device)).to(torch::kCPU, torch::kDouble);
+    parts.push_back(m.outputs_probabilities ? out : torch::softmax(out, 1));
+  }
+  const at::Tensor probs = n > 0 ? torch::cat(parts) : torch::zeros({0, m.info.num_classes}, torch::kDouble);
+  const at::Tensor pred = probs.argmax(1);
+
+  PredictOutcome o;
+  o.out = r.out.empty() ? r.input.parent_path() / "predictions.csv" : r.out;
+  o.samples = n;
+  o.class_names = names;
+  o.counts.assign(names.size(), 0);
+  std::string text = "index,predicted,predicted_name";
+  for (const auto& c : names) text += ",p_" + c;
+  text += "\n";
+  const auto p = probs.accessor<double, 2>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t k = pred[i].item<std::int64_t>();
+    ++o.counts[static_cast<std::size_t>(k)];
+    text += fmt::format("{},{},{}", i, k, names[static_cast<std::size_t>(k)]);
+    for (std::int64_t c = 0; c < probs.size(1); ++c) text += fmt::format(",{:.9g}", p[i][c]);
+    text += "\n";
+  }
+  write_file_atomic(o.out, text);
+  return o;
+}
+
+}  // namespace glassbox::app

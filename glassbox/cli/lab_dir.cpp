@@ -1,9 +1,0 @@
-// The only object of gb_cli that sees the source tree's absolute path (the default lab
-// directory), so that the other objects' ccache keys do not depend on where the clone lives.
-#include "glassbox/cli/lab_dir.h"
-
-namespace glassbox::cli {
-
-std::string default_lab_dir() { return GB_LAB_DIR; }
-
-}  // namespace glassbox::cli
