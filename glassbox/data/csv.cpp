@@ -1,8 +1,10 @@
 #include "glassbox/data/csv.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <unordered_map>
 
 #include <torch/torch.h>
 
@@ -134,6 +136,9 @@ CsvTable parse_csv(std::string_view text, const std::string& source, const std::
   std::vector<float> features;
   std::vector<std::int64_t> labels;
   std::vector<std::string> fields;
+  std::unordered_map<std::string, std::int64_t> name_ids;  // text labels, by first appearance
+  std::string first_number;  // the first numeric label and its line, for the error on a mixed column
+  std::string first_name;    // the first text label and its line
   while (next_line()) {
     const std::string where = source + ":" + std::to_string(line_no);
     split_fields(line, fields, where);
@@ -143,11 +148,31 @@ CsvTable parse_csv(std::string_view text, const std::string& source, const std::
     for (std::size_t i = 0; i < ncols; ++i) {
       const std::string& f = fields[i];
       if (static_cast<std::int64_t>(i) == label_idx) {
-        std::int64_t y = 0;
-        GB_CHECK(parse_label(f, &y), DataLoss,
-                 where << ": column " << i + 1 << " ('" << header[i] << "'): label '" << f << "' is not an integer",
-                 "class labels must be integers 0..K-1");
-        labels.push_back(y);
+        GB_CHECK(!f.empty(), DataLoss, where << ": column " << i + 1 << " ('" << header[i] << "'): empty label",
+                 "every row needs a class label");
+        double number = 0;
+        const bool is_number = parse_double(f, &number);
+        std::string& first_other = is_number ? first_name : first_number;
+        if (!first_other.empty()) {
+          GB_THROW(InvalidArgument,
+                   where << ": column " << i + 1 << " ('" << header[i] << "'): label '" << f << "' is a "
+                         << (is_number ? "number" : "name") << " but label " << first_other << " is a "
+                         << (is_number ? "name" : "number"),
+                   "use either integer labels 0..K-1 or class names in the whole label column");
+        }
+        std::string& first_mine = is_number ? first_number : first_name;
+        if (first_mine.empty()) first_mine = "'" + f + "' (line " + std::to_string(line_no) + ")";
+        if (is_number) {
+          std::int64_t y = 0;
+          GB_CHECK(parse_label(f, &y), DataLoss,
+                   where << ": column " << i + 1 << " ('" << header[i] << "'): label '" << f << "' is not an integer",
+                   "class labels must be integers 0..K-1 (or class names)");
+          labels.push_back(y);
+        } else {
+          // A name: its index in order of first appearance for now, sorted at the end.
+          auto it = name_ids.try_emplace(f, static_cast<std::int64_t>(name_ids.size())).first;
+          labels.push_back(it->second);
+        }
       } else {
         double v = 0;
         GB_CHECK(parse_double(f, &v), DataLoss,
@@ -157,6 +182,16 @@ CsvTable parse_csv(std::string_view text, const std::string& source, const std::
         features.push_back(static_cast<float>(v));
       }
     }
+  }
+  if (!name_ids.empty()) {
+    // Text labels: sorted names, each label its name's index.
+    table.label_names.reserve(name_ids.size());
+    for (const auto& entry : name_ids) table.label_names.push_back(entry.first);
+    std::sort(table.label_names.begin(), table.label_names.end());
+    std::vector<std::int64_t> sorted_index(name_ids.size());
+    for (std::size_t k = 0; k < table.label_names.size(); ++k)
+      sorted_index[static_cast<std::size_t>(name_ids.at(table.label_names[k]))] = static_cast<std::int64_t>(k);
+    for (std::int64_t& y : labels) y = sorted_index[static_cast<std::size_t>(y)];
   }
   const auto n = static_cast<std::int64_t>(labels.size());
   table.features = at::empty({n, static_cast<std::int64_t>(nfeat)}, at::kFloat);

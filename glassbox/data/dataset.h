@@ -81,7 +81,7 @@ class SubsetDataset final : public Dataset {
 at::Tensor root_indices(const Dataset& ds, const at::Tensor& indices);
 
 // Seeded split of [0, n) into two disjoint index sets of sizes n - second and second
-// (the usual 55000/5000). The same seed gives the same split.
+// (e.g. Fashion-MNIST's 55000/5000). The same seed gives the same split.
 std::pair<at::Tensor, at::Tensor> random_split_indices(std::int64_t n, std::int64_t second, std::uint64_t seed);
 
 }  // namespace glassbox::data

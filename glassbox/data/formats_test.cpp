@@ -333,5 +333,40 @@ TEST(Csv, ErrorsNameFileLineAndColumn) {
   expect_error([&] { read_csv(p, "label"); }, ErrorCode::kDataLoss, {p.string() + ":2: unterminated quoted field"});
 }
 
+TEST(Csv, ClassNameLabelsBecomeSortedIndices) {
+  const fs::path p = temp_dir("csv-names") / "train.csv";
+  write_bytes(p, "x,label\n1,cat\n2,\"dog, large\"\n3,ant\n4,cat\n5, Cat \n6,dog\n");
+  const CsvTable t = read_csv(p, "label");
+  // Byte order, as Python's sorted(): upper case before lower case.
+  EXPECT_EQ(t.label_names, (std::vector<std::string>{"Cat", "ant", "cat", "dog", "dog, large"}));
+  EXPECT_TRUE(torch::equal(t.labels, i64({2, 4, 1, 2, 0, 3})));
+  EXPECT_EQ(t.labels.scalar_type(), torch::kLong);
+  EXPECT_EQ(t.feature_names, (std::vector<std::string>{"x"}));
+  EXPECT_EQ(t.features.size(0), 6);
+  // Integer labels leave label_names empty.
+  write_bytes(p, "x,label\n1,3\n2,0\n");
+  EXPECT_TRUE(read_csv(p, "label").label_names.empty());
+  // A header only: no labels of either kind.
+  write_bytes(p, "x,label\n");
+  const CsvTable empty = read_csv(p, "label");
+  EXPECT_TRUE(empty.label_names.empty());
+  EXPECT_EQ(empty.labels.numel(), 0);
+}
+
+TEST(Csv, LabelColumnMixingNumbersAndNamesIsAnError) {
+  const fs::path p = temp_dir("csv-mixed") / "t.csv";
+  write_bytes(p, "a,label\n1,cat\n2,dog\n3,1\n");
+  Error e =
+      expect_error([&] { read_csv(p, "label"); }, ErrorCode::kInvalidArgument,
+                   {p.string() + ":4: column 2 ('label'): label '1' is a number but label 'cat' (line 2) is a name"});
+  EXPECT_NE(e.hint().find("either integer labels 0..K-1 or class names"), std::string::npos) << e.hint();
+  write_bytes(p, "a,label\n1,0\n2,1\n3,N/A\n");
+  expect_error([&] { read_csv(p, "label"); }, ErrorCode::kInvalidArgument,
+               {p.string() + ":4: column 2 ('label'): label 'N/A' is a name but label '0' (line 2) is a number"});
+  write_bytes(p, "a,label\n1,cat\n2,\n");
+  expect_error([&] { read_csv(p, "label"); }, ErrorCode::kDataLoss,
+               {p.string() + ":3: column 2 ('label'): empty label"});
+}
+
 }  // namespace
 }  // namespace glassbox::data

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
+#include <unordered_map>
 
 #include <torch/torch.h>
 
@@ -27,7 +29,43 @@ struct RawSplit {
   at::Tensor y;  // [N] int64
   std::string x_source;
   std::string y_source;
+  std::vector<std::string> label_names;  // csv with text labels: y indexes these (sorted) names
 };
+
+// The shortest text that reads back as `v` (0.1, 5000, 1.5).
+std::string format_number(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
+
+// Values written with "A, B, C", at most `limit` of them.
+std::string join_names(const std::vector<std::string>& names, std::size_t limit = 10) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < limit; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > limit) out += ", ... (" + std::to_string(names.size()) + " in all)";
+  return out;
+}
+
+// 0, a fraction in (0, 1) or a whole count >= 1.
+void check_val_size(double v) {
+  GB_CHECK(std::isfinite(v) && v >= 0, InvalidArgument,
+           "data.val_size must be 0, a fraction in (0, 1) or a count >= 1, got " << format_number(v),
+           "e.g. 0.1 for a tenth of the training set, 5000 for 5000 samples, 0 for no validation split");
+  GB_CHECK(v < 1 || v == std::floor(v), InvalidArgument,
+           "data.val_size = " << format_number(v) << " is neither a fraction in (0, 1) nor a whole count",
+           "write a fraction below 1 (e.g. 0.1) or a whole number of samples (e.g. 5000)");
+}
+
+bool is_channel_count(std::int64_t c) { return c == 1 || c == 3 || c == 4; }
+
+// The conservative guesses of the layout of a 4-D image array (see source.h).
+bool looks_channels_last(const at::Tensor& x) {
+  return x.dim() == 4 && is_channel_count(x.size(3)) && x.size(1) > 4 && x.size(2) > 4;
+}
+bool looks_channels_first(const at::Tensor& x) {
+  return x.dim() == 4 && is_channel_count(x.size(1)) && x.size(2) > 4 && x.size(3) > 4;
+}
 
 fs::path under_root(const DataOptions& o, const std::string& name) {
   fs::path p(name);
@@ -96,6 +134,18 @@ RawSplit read_npy_split(const DataOptions& o, const std::string& xs, const std::
   r.y_source = yp.string();
   at::Tensor x = read_npy(xp);
   at::Tensor y = read_npy(yp);
+  if (o.layout == "nhwc") {
+    GB_CHECK(!looks_channels_first(x), InvalidArgument,
+             r.x_source << ": inputs of shape " << x.sizes()
+                        << " look channels-first [N, C, H, W], but data.layout = \"nhwc\" reads them as [N, H, W, C]",
+             "set data.layout = \"nchw\" (the default)");
+    if (x.dim() == 4) x = x.permute({0, 3, 1, 2}).contiguous();
+  } else {
+    GB_CHECK(!looks_channels_last(x), InvalidArgument,
+             r.x_source << ": inputs of shape " << x.sizes()
+                        << " look channels-last [N, H, W, C], but the models read images as [N, C, H, W]",
+             "set data.layout = \"nhwc\" to permute them on load");
+  }
   GB_CHECK(x.dim() >= 1 && y.dim() >= 1 && x.size(0) == y.size(0), DataLoss,
            r.x_source << " has " << (x.dim() ? x.size(0) : 1) << " samples but " << r.y_source << " has "
                       << (y.dim() ? y.size(0) : 1) << " labels",
@@ -113,7 +163,28 @@ RawSplit read_csv_split(const DataOptions& o, const std::string& file, std::vect
   r.x_source = r.y_source = p.string();
   r.x = std::move(t.features);
   r.y = std::move(t.labels);
+  r.label_names = std::move(t.label_names);
   return r;
+}
+
+// Re-indexes the text labels of `s` (indices into s.label_names) as indices into `classes`;
+// `classes_from` says where those come from, for the error on a label outside them.
+void encode_text_labels(RawSplit& s, const std::vector<std::string>& classes, const std::string& classes_from) {
+  if (s.label_names == classes) return;
+  std::unordered_map<std::string, std::int64_t> index;
+  for (std::size_t k = 0; k < classes.size(); ++k) index.emplace(classes[k], static_cast<std::int64_t>(k));
+  std::vector<std::int64_t> to_class(s.label_names.size());
+  for (std::size_t k = 0; k < s.label_names.size(); ++k) {
+    const auto it = index.find(s.label_names[k]);
+    GB_CHECK(it != index.end(), InvalidArgument,
+             s.y_source << ": label '" << s.label_names[k] << "' is not one of the classes of " << classes_from << " ("
+                        << join_names(classes) << ")",
+             "remove those rows, or list every class in data.class_names");
+    to_class[k] = it->second;
+  }
+  std::int64_t* p = s.y.data_ptr<std::int64_t>();
+  for (std::int64_t i = 0; i < s.y.numel(); ++i) p[i] = to_class[static_cast<std::size_t>(p[i])];
+  s.label_names = classes;
 }
 
 void check_labels_non_negative(const RawSplit& s) {
@@ -138,6 +209,25 @@ std::vector<double> to_vector(const at::Tensor& t) {
 
 }  // namespace
 
+std::int64_t val_count(double val_size, std::int64_t n) {
+  check_val_size(val_size);
+  if (val_size == 0) return 0;
+  if (val_size >= 1) {
+    GB_CHECK(
+        val_size < static_cast<double>(n), InvalidArgument,
+        "data.val_size (" << format_number(val_size) << ") must be smaller than the training set (" << n << " samples)",
+        "lower data.val_size (or give a fraction such as 0.1) or raise data.limit_train");
+    return static_cast<std::int64_t>(val_size);
+  }
+  // As scikit-learn's train_test_split: ceil(test_size * n_samples), in doubles.
+  const auto k = static_cast<std::int64_t>(std::ceil(val_size * static_cast<double>(n)));
+  GB_CHECK(k < n, InvalidArgument,
+           "data.val_size = " << format_number(val_size) << " takes " << k << " of the " << n
+                              << " training samples, leaving none to train on",
+           "lower data.val_size or raise data.limit_train");
+  return k;
+}
+
 void DataOptions::visit(FieldVisitor& v) {
   v.choice("format", format, {"mnist", "npy", "csv"}, "mnist (a folder of IDX files) | npy | csv");
   v.field("root", root, "folder of the data files (relative file names are resolved against it)");
@@ -151,8 +241,12 @@ void DataOptions::visit(FieldVisitor& v) {
   v.field("test_y", test_y, "npy: test labels");
   v.field("train_csv", train_csv, "csv: training table");
   v.field("test_csv", test_csv, "csv: test table");
-  v.field("label_column", label_column, "csv: name of the label column");
-  v.field("val_size", val_size, "samples moved from the training set to the validation set");
+  v.field("label_column", label_column, "csv: name of the label column (integers 0..K-1 or class names)");
+  v.choice("layout", layout, {"nchw", "nhwc"},
+           "npy: layout of 4-D image arrays; nhwc permutes [N, H, W, C] to [N, C, H, W] on load");
+  v.field("val_size", val_size,
+          "validation samples taken from the training set: a count (e.g. 5000), a fraction in (0, 1) (e.g. 0.1), "
+          "or 0 for none");
   v.field("split_seed", split_seed, "seed of the train/validation split");
   v.field("limit_train", limit_train, "use only the first N training samples (-1: all)");
   v.field("normalize", normalize, "normalise inputs with the training split's per-channel mean and std");
@@ -165,8 +259,9 @@ void DataOptions::visit(FieldVisitor& v) {
 void DataOptions::validate() const {
   GB_CHECK(format == "mnist" || format == "npy" || format == "csv", InvalidArgument,
            "data.format must be one of mnist, npy, csv, got \"" << format << "\"", "set data.format = \"mnist\"");
-  GB_CHECK(val_size >= 0, InvalidArgument, "data.val_size must be >= 0, got " << val_size,
-           "use 0 for no validation split");
+  GB_CHECK(layout == "nchw" || layout == "nhwc", InvalidArgument,
+           "data.layout must be one of nchw, nhwc, got \"" << layout << "\"", "set data.layout = \"nchw\"");
+  check_val_size(val_size);
   GB_CHECK(num_classes >= 0, InvalidArgument, "data.num_classes must be >= 0, got " << num_classes,
            "use 0 to infer it from the labels");
   GB_CHECK(limit_train == -1 || limit_train >= 1, InvalidArgument,
@@ -189,6 +284,7 @@ Splits load_splits(const DataOptions& options) {
   options.validate();
   RawSplit train;
   RawSplit test;
+  std::vector<std::string> feature_names;
   if (options.format == "mnist") {
     train = read_mnist(options, options.train_images, options.train_labels);
     test = read_mnist(options, options.test_images, options.test_labels);
@@ -196,19 +292,34 @@ Splits load_splits(const DataOptions& options) {
     train = read_npy_split(options, options.train_x, options.train_y);
     test = read_npy_split(options, options.test_x, options.test_y);
   } else {
-    std::vector<std::string> train_names;
     std::vector<std::string> test_names;
-    train = read_csv_split(options, options.train_csv, &train_names);
+    train = read_csv_split(options, options.train_csv, &feature_names);
     test = read_csv_split(options, options.test_csv, &test_names);
-    if (train_names != test_names) {
+    if (feature_names != test_names) {
       std::ostringstream a;
       std::ostringstream b;
-      for (const auto& n : train_names) a << (a.tellp() > 0 ? "," : "") << n;
+      for (const auto& n : feature_names) a << (a.tellp() > 0 ? "," : "") << n;
       for (const auto& n : test_names) b << (b.tellp() > 0 ? "," : "") << n;
       GB_THROW(DataLoss,
                test.x_source << ": feature columns (" << b.str() << ") differ from " << train.x_source << " ("
                              << a.str() << ")",
                "the training and test tables need the same feature columns in the same order");
+    }
+    // Class names in the label column: one encoding for both tables.
+    const bool train_text = !train.label_names.empty();
+    const bool test_text = !test.label_names.empty();
+    if (train_text || test_text) {
+      GB_CHECK(train_text && (test_text || test.y.numel() == 0), InvalidArgument,
+               (train_text ? test.y_source : train.y_source)
+                   << ": labels are integers but those of " << (train_text ? train.y_source : test.y_source)
+                   << " are class names",
+               "use the same kind of labels (integers 0..K-1 or class names) in the training and test tables");
+      if (options.class_names.empty()) {
+        encode_text_labels(test, train.label_names, train.y_source);
+      } else {
+        encode_text_labels(train, options.class_names, "data.class_names");
+        encode_text_labels(test, options.class_names, "data.class_names");
+      }
     }
   }
   GB_CHECK(train.x.size(0) > 0, DataLoss, train.x_source << ": the training set is empty", "check the data files");
@@ -255,6 +366,14 @@ Splits load_splits(const DataOptions& options) {
              "give one name per class (" + std::to_string(num_classes) + " names)");
     num_classes = k;
     out.class_names = options.class_names;
+  } else if (!train.label_names.empty()) {
+    const auto k = static_cast<std::int64_t>(train.label_names.size());
+    GB_CHECK(
+        k >= num_classes, InvalidArgument,
+        "data.num_classes is " << num_classes << " but the labels of " << train.y_source << " name " << k << " classes",
+        "leave data.num_classes = 0, or list every class in data.class_names");
+    num_classes = k;
+    out.class_names = train.label_names;
   } else if (num_classes == 10 && contains_fashion(options.root)) {
     out.class_names = kFashionMnistClasses;
   } else {
@@ -269,15 +388,13 @@ Splits load_splits(const DataOptions& options) {
     y = y.slice(0, 0, options.limit_train).clone();
   }
   const std::int64_t n = x.size(0);
-  GB_CHECK(options.val_size < n, InvalidArgument,
-           "data.val_size (" << options.val_size << ") must be smaller than the training set (" << n << " samples)",
-           "lower data.val_size or raise data.limit_train");
+  const std::int64_t n_val = val_count(options.val_size, n);
   at::Tensor x_train = x;
   at::Tensor y_train = y;
   at::Tensor x_val;
   at::Tensor y_val;
-  if (options.val_size > 0) {
-    auto [tr, va] = random_split_indices(n, options.val_size, static_cast<std::uint64_t>(options.split_seed));
+  if (n_val > 0) {
+    auto [tr, va] = random_split_indices(n, n_val, static_cast<std::uint64_t>(options.split_seed));
     x_train = x.index_select(0, tr);
     y_train = y.index_select(0, tr);
     x_val = x.index_select(0, va);
@@ -334,6 +451,7 @@ Splits load_splits(const DataOptions& options) {
   out.test = std::make_shared<TensorDataset>(x_test, test.y, num_classes);
   out.num_classes = num_classes;
   out.sample_shape = sample_shape;
+  out.feature_names = std::move(feature_names);
   return out;
 }
 

@@ -5,7 +5,8 @@
 //   root = "/usr/share/datasets/fashion-mnist"
 //   val_size = 5000                           # carved from the training set with split_seed
 //
-//   DataOptions o;                 // defaults: Debian's Fashion-MNIST files
+//   DataOptions o;                 // defaults: Debian's Fashion-MNIST files, val_size 0.1
+//   o.val_size = 5000;
 //   Splits s = load_splits(o);     // s.train->size() == 55000, s.val 5000, s.test 10000
 //
 // Inputs come back as float32 [N, C, H, W] for images ([N, F] for tabular data), normalised with
@@ -13,13 +14,22 @@
 // Every malformed file is a DataLoss/NotFound error naming the file and what is wrong.
 // Details: uint8 inputs (IDX images, uint8 .npy arrays) are scaled to [0, 1]; [N, H, W] arrays get
 // a channel dimension; labels must be integers >= 0. limit_train keeps the first N training
-// samples (all when N exceeds the set), then val_size samples are drawn with
-// random_split_indices(n, val_size, split_seed); both splits are materialised as TensorDatasets.
+// samples (all when N exceeds the set), then val_count(val_size, N) samples are drawn with
+// random_split_indices(N, that count, split_seed); both splits are materialised as TensorDatasets.
 // Statistics are per channel (dim 1), population std, a constant channel gets std 1; a single
 // given mean/std value applies to every channel. num_classes is max(train, test label) + 1, or
 // the number of class_names when those are given (fewer names than classes is an error), or
 // data.num_classes (labels outside 0..num_classes-1 are then an error naming the sample).
 // Non-finite input values do not enter the statistics (they stay where they are).
+// CSV: feature_names are the header's feature columns. A label column of class names (see csv.h)
+// is encoded with the training table's sorted names, or with the order of data.class_names when
+// given; the names become class_names, and a test label outside them is an error naming the
+// value and the file.
+// NPY image layout: a 4-D array is read as [N, C, H, W]; layout "nhwc" reads it as [N, H, W, C] and
+// permutes it. An array that looks like the other layout is refused with a hint to set
+// data.layout: [N, A, B, C] looks channels-last when C is 1, 3 or 4 and A, B > 4 (with "nchw"),
+// channels-first when A is 1, 3 or 4 and B, C > 4 (with "nhwc"). Other shapes are read as the
+// layout says; arrays of other ranks are not affected by it.
 // Thread safety: load_splits is reentrant.
 #pragma once
 
@@ -49,7 +59,10 @@ struct DataOptions {
   std::string train_csv = "train.csv";
   std::string test_csv = "test.csv";
   std::string label_column = "label";  // csv: name of the label column (header required)
-  std::int64_t val_size = 5000;        // samples moved from train to validation
+  // Samples moved from train to validation: a count (a whole number >= 1), a fraction in (0, 1)
+  // of the training set (rounded up, as scikit-learn's test_size), or 0 for none.
+  double val_size = 0.1;
+  std::string layout = "nchw";  // npy: how 4-D image arrays are laid out, "nchw" | "nhwc"
   std::int64_t split_seed = 42;
   std::int64_t limit_train = -1;  // use only the first N training samples (-1: all)
   bool normalize = true;
@@ -74,8 +87,14 @@ struct Splits {
   std::vector<double> mean;  // the normalisation applied (empty when none)
   std::vector<double> std;
   std::vector<std::int64_t> sample_shape;
+  std::vector<std::string> feature_names;  // csv: the header's feature columns, in order; else empty
 };
 
 Splits load_splits(const DataOptions& options);
+
+// The number of validation samples `val_size` (see DataOptions) takes from `n` training samples:
+// 0, the count, or ceil(val_size * n) for a fraction. InvalidArgument naming data.val_size when
+// it is malformed or leaves no sample to train on.
+std::int64_t val_count(double val_size, std::int64_t n);
 
 }  // namespace glassbox::data

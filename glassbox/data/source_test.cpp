@@ -1,6 +1,7 @@
 // Tests of the datasets and of load_splits (synthetic folders and the real Fashion-MNIST).
 #include "glassbox/data/source.h"
 
+#include <cmath>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -288,7 +289,8 @@ TEST(DataOptions, VisitRoundTripAndValidate) {
   EXPECT_THROW(load_config("format = \"parquet\"\n", "t.toml", {}, visit_fn(back)), Error);
   DataOptions bad;
   bad.val_size = -1;
-  expect_error([&] { bad.validate(); }, ErrorCode::kInvalidArgument, {"data.val_size must be >= 0, got -1"});
+  expect_error([&] { bad.validate(); }, ErrorCode::kInvalidArgument,
+               {"data.val_size must be 0, a fraction in (0, 1) or a count >= 1, got -1"});
   bad = DataOptions();
   bad.std = {0.0};
   bad.mean = {0.0};
@@ -296,6 +298,274 @@ TEST(DataOptions, VisitRoundTripAndValidate) {
   bad = DataOptions();
   bad.limit_train = 0;
   expect_error([&] { bad.validate(); }, ErrorCode::kInvalidArgument, {"data.limit_train"});
+}
+
+// ------------------------------------------------------------------------------------ val_size
+
+TEST(ValSize, CountsFractionsAndZero) {
+  EXPECT_EQ(DataOptions().val_size, 0.1);
+  EXPECT_EQ(val_count(0, 10), 0);
+  EXPECT_EQ(val_count(1, 10), 1);
+  EXPECT_EQ(val_count(5000, 60000), 5000);
+  // Fractions round up; each expected count is what scikit-learn's train_test_split(test_size=f)
+  // puts in its test set for n samples.
+  struct Case {
+    std::int64_t n;
+    double f;
+    std::int64_t expected;
+  };
+  for (const Case& c : {Case{10, 0.25, 3}, Case{10, 0.7, 7}, Case{60000, 0.1, 6000}, Case{7, 0.5, 4}, Case{30, 0.1, 3},
+                        Case{40, 0.15, 6}, Case{3, 0.01, 1}, Case{100, 0.333, 34}}) {
+    EXPECT_EQ(val_count(c.f, c.n), c.expected) << c.n << " samples, " << c.f;
+  }
+}
+
+TEST(ValSize, MalformedOrTooLargeIsAnErrorNamingTheKey) {
+  Error e = expect_error([] { val_count(1.5, 100); }, ErrorCode::kInvalidArgument,
+                         {"data.val_size = 1.5 is neither a fraction in (0, 1) nor a whole count"});
+  EXPECT_NE(e.hint().find("e.g. 0.1"), std::string::npos) << e.hint();
+  expect_error([] { val_count(-0.5, 100); }, ErrorCode::kInvalidArgument,
+               {"data.val_size must be 0, a fraction in (0, 1) or a count >= 1, got -0.5"});
+  expect_error([] { val_count(std::nan(""), 100); }, ErrorCode::kInvalidArgument, {"data.val_size must be"});
+  e = expect_error([] { val_count(100, 100); }, ErrorCode::kInvalidArgument,
+                   {"data.val_size (100) must be smaller than the training set (100 samples)"});
+  EXPECT_NE(e.hint().find("data.limit_train"), std::string::npos) << e.hint();
+  expect_error([] { val_count(1e30, 100); }, ErrorCode::kInvalidArgument,
+               {"data.val_size (1e+30) must be smaller than the training set (100 samples)"});
+  expect_error([] { val_count(0.5, 1); }, ErrorCode::kInvalidArgument,
+               {"data.val_size = 0.5 takes 1 of the 1 training samples, leaving none to train on"});
+  DataOptions o;
+  o.val_size = 2.5;
+  expect_error([&] { o.validate(); }, ErrorCode::kInvalidArgument, {"data.val_size = 2.5"});
+}
+
+TEST(ValSize, ReadFromTomlAsCountOrFraction) {
+  DataOptions o;
+  load_config("val_size = 0.25\n", "t.toml", {}, visit_fn(o));
+  EXPECT_EQ(o.val_size, 0.25);
+  DataOptions back;
+  load_config(to_toml(visit_fn(o)), "round-trip", {}, visit_fn(back));
+  EXPECT_EQ(back.val_size, 0.25);
+  load_config("val_size = 5000\n", "t.toml", {}, visit_fn(o));
+  EXPECT_EQ(o.val_size, 5000.0);
+  load_config(to_toml(visit_fn(o)), "round-trip", {}, visit_fn(back));
+  EXPECT_EQ(back.val_size, 5000.0);
+  load_config("", "t.toml", {"val_size=0"}, visit_fn(o));
+  EXPECT_EQ(o.val_size, 0.0);
+  EXPECT_THROW(load_config("val_size = \"ten\"\n", "t.toml", {}, visit_fn(o)), Error);
+}
+
+TEST(LoadSplits, FractionalValSizeTakesThatShareOfTheLimitedTrainingSet) {
+  DataOptions o;
+  o.format = "npy";
+  o.root = make_npy_dir("npy-fraction").string();
+  o.normalize = false;
+  o.val_size = 0.15;  // 40 samples: ceil(6.0) = 6
+  Splits s = load_splits(o);
+  EXPECT_EQ(s.train->size(), 34);
+  ASSERT_NE(s.val, nullptr);
+  EXPECT_EQ(s.val->size(), 6);
+  const at::Tensor x = read_npy(fs::path(o.root) / "train_x.npy").to(torch::kFloat);
+  auto [tr, va] = random_split_indices(40, 6, 42);
+  EXPECT_TRUE(torch::equal(as_tensor(s.val).inputs(), x.index_select(0, va)));
+  EXPECT_TRUE(torch::equal(as_tensor(s.train).inputs(), x.index_select(0, tr)));
+  o.limit_train = 11;  // of the first 11: ceil(1.65) = 2
+  s = load_splits(o);
+  EXPECT_EQ(s.train->size(), 9);
+  EXPECT_EQ(s.val->size(), 2);
+  o.limit_train = 1;
+  expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument,
+               {"data.val_size = 0.15 takes 1 of the 1 training samples"});
+  o.limit_train = -1;
+  o.val_size = 40;
+  expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument,
+               {"data.val_size (40) must be smaller than the training set (40 samples)"});
+}
+
+// ------------------------------------------------------------------------ CSV class names
+
+fs::path write_text(const fs::path& p, const std::string& text) {
+  std::ofstream(p) << text;
+  return p;
+}
+
+// 12 training rows of three species (in no sorted order) and a test table.
+fs::path make_species_dir(const std::string& name, const std::string& test_csv) {
+  const fs::path d = temp_dir(name);
+  std::string train = "sepal,petal,species\n";
+  const char* species[] = {"versicolor", "setosa", "virginica"};
+  for (int i = 0; i < 12; ++i) train += std::to_string(i) + "," + std::to_string(i % 3) + "," + species[i % 3] + "\n";
+  write_text(d / "train.csv", train);
+  write_text(d / "test.csv", test_csv);
+  return d;
+}
+
+DataOptions species_options(const fs::path& d) {
+  DataOptions o;
+  o.format = "csv";
+  o.root = d.string();
+  o.label_column = "species";
+  o.val_size = 0;
+  o.normalize = false;
+  return o;
+}
+
+TEST(LoadSplits, CsvClassNamesAreEncodedInSortedOrderForBothTables) {
+  const fs::path d = make_species_dir("csv-species", "sepal,petal,species\n1,1,virginica\n2,0,setosa\n");
+  DataOptions o = species_options(d);
+  Splits s = load_splits(o);
+  EXPECT_EQ(s.num_classes, 3);
+  EXPECT_EQ(s.class_names, (std::vector<std::string>{"setosa", "versicolor", "virginica"}));
+  EXPECT_EQ(s.feature_names, (std::vector<std::string>{"sepal", "petal"}));
+  // Row i holds species[i % 3] = versicolor, setosa, virginica = classes 1, 0, 2.
+  EXPECT_TRUE(torch::equal(as_tensor(s.train).targets(), i64({1, 0, 2}).repeat({4})));
+  EXPECT_TRUE(torch::equal(as_tensor(s.test).targets(), i64({2, 0})));
+  EXPECT_EQ(s.train->num_classes(), 3);
+
+  // data.class_names, when given, sets the order (and may name classes absent from the data).
+  o.class_names = {"virginica", "versicolor", "setosa", "unseen"};
+  s = load_splits(o);
+  EXPECT_EQ(s.num_classes, 4);
+  EXPECT_EQ(s.class_names, o.class_names);
+  EXPECT_TRUE(torch::equal(as_tensor(s.train).targets(), i64({1, 2, 0}).repeat({4})));
+  EXPECT_TRUE(torch::equal(as_tensor(s.test).targets(), i64({0, 2})));
+  o.class_names = {"setosa", "virginica"};
+  expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument,
+               {(d / "train.csv").string() + ": label 'versicolor' is not one of the classes of data.class_names"});
+
+  // data.num_classes may not exceed the names.
+  o.class_names.clear();
+  o.num_classes = 5;
+  Error e = expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument,
+                         {"data.num_classes is 5 but the labels of " + (d / "train.csv").string() + " name 3 classes"});
+  EXPECT_NE(e.hint().find("data.class_names"), std::string::npos);
+  o.num_classes = 3;
+  EXPECT_EQ(load_splits(o).class_names, (std::vector<std::string>{"setosa", "versicolor", "virginica"}));
+}
+
+TEST(LoadSplits, CsvTestLabelUnseenInTrainingIsAnErrorNamingValueAndFile) {
+  const fs::path d = make_species_dir("csv-unseen", "sepal,petal,species\n1,1,setosa\n2,0,daisy\n");
+  const DataOptions o = species_options(d);
+  Error e = expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument,
+                         {(d / "test.csv").string() + ": label 'daisy' is not one of the classes of " +
+                          (d / "train.csv").string() + " (setosa, versicolor, virginica)"});
+  EXPECT_EQ(e.one_line().find('\n'), std::string::npos);
+  // Integer labels in one table and class names in the other.
+  write_text(d / "test.csv", "sepal,petal,species\n1,1,0\n");
+  expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument,
+               {(d / "test.csv").string() + ": labels are integers but those of " + (d / "train.csv").string() +
+                " are class names"});
+  write_text(d / "test.csv", "sepal,petal,species\n");  // no test rows: nothing to encode
+  EXPECT_EQ(load_splits(o).test->size(), 0);
+  write_text(d / "train.csv", "sepal,petal,species\n1,1,0\n2,2,1\n");
+  write_text(d / "test.csv", "sepal,petal,species\n1,1,setosa\n");
+  expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument,
+               {(d / "train.csv").string() + ": labels are integers but those of " + (d / "test.csv").string() +
+                " are class names"});
+}
+
+TEST(LoadSplits, CsvIntegerLabelsKeepTheirValuesAndFeatureNames) {
+  const fs::path d = temp_dir("csv-ints");
+  write_text(d / "train.csv", "a,label,b\n1,2,3\n4,0,6\n7,1,9\n");
+  write_text(d / "test.csv", "a,label,b\n1,3,3\n");
+  DataOptions o;
+  o.format = "csv";
+  o.root = d.string();
+  o.val_size = 0;
+  const Splits s = load_splits(o);
+  EXPECT_EQ(s.feature_names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(s.class_names, (std::vector<std::string>{"0", "1", "2", "3"}));
+  EXPECT_TRUE(torch::equal(as_tensor(s.train).targets(), i64({2, 0, 1})));
+  // Sources without column names have none.
+  DataOptions n;
+  n.format = "npy";
+  n.root = make_npy_dir("npy-no-names").string();
+  n.val_size = 0;
+  EXPECT_TRUE(load_splits(n).feature_names.empty());
+}
+
+// ------------------------------------------------------------------------------ NPY layout
+
+// Training images [12, 8, 6, 3] uint8 (channels last) and test images [4, 8, 6, 3].
+fs::path make_nhwc_dir(const std::string& name) {
+  const fs::path d = temp_dir(name);
+  write_npy(d / "train_x.npy", torch::arange(12 * 8 * 6 * 3).remainder(256).to(torch::kByte).reshape({12, 8, 6, 3}));
+  write_npy(d / "train_y.npy", torch::arange(12) % 2);
+  write_npy(d / "test_x.npy", torch::arange(4 * 8 * 6 * 3).remainder(251).to(torch::kByte).reshape({4, 8, 6, 3}));
+  write_npy(d / "test_y.npy", torch::arange(4) % 2);
+  return d;
+}
+
+TEST(LoadSplits, ChannelsLastNpyIsRefusedWithAHintAndPermutedWithLayoutNhwc) {
+  const fs::path d = make_nhwc_dir("npy-nhwc");
+  DataOptions o;
+  o.format = "npy";
+  o.root = d.string();
+  o.val_size = 0;
+  o.normalize = false;
+  Error e = expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument,
+                         {(d / "train_x.npy").string() + ": inputs of shape [12, 8, 6, 3] look channels-last"});
+  EXPECT_NE(e.hint().find("data.layout = \"nhwc\""), std::string::npos) << e.hint();
+  EXPECT_EQ(e.one_line().find('\n'), std::string::npos);
+
+  o.layout = "nhwc";
+  const Splits s = load_splits(o);
+  EXPECT_EQ(s.sample_shape, (std::vector<std::int64_t>{3, 8, 6}));
+  const at::Tensor raw = read_npy(d / "train_x.npy").to(torch::kFloat).div(255);
+  const at::Tensor x = as_tensor(s.train).inputs();
+  ASSERT_EQ(x.sizes(), (std::vector<std::int64_t>{12, 3, 8, 6}));
+  EXPECT_TRUE(x.is_contiguous());
+  EXPECT_TRUE(torch::equal(x, raw.permute({0, 3, 1, 2})));
+  EXPECT_EQ(x[5][2][7][1].item<float>(), raw[5][7][1][2].item<float>());
+  EXPECT_EQ(as_tensor(s.test).inputs().sizes(), (std::vector<std::int64_t>{4, 3, 8, 6}));
+
+  // Channels-first arrays with layout "nhwc" are refused the other way round.
+  write_npy(d / "train_x.npy", torch::zeros({12, 3, 8, 6}));
+  e = expect_error([&] { load_splits(o); }, ErrorCode::kInvalidArgument,
+                   {(d / "train_x.npy").string() + ": inputs of shape [12, 3, 8, 6] look channels-first"});
+  EXPECT_NE(e.hint().find("data.layout = \"nchw\""), std::string::npos) << e.hint();
+}
+
+TEST(LoadSplits, LayoutHeuristicLeavesAmbiguousShapesAlone) {
+  const fs::path d = temp_dir("npy-layout-ambiguous");
+  write_npy(d / "train_y.npy", torch::arange(6) % 2);
+  write_npy(d / "test_y.npy", torch::arange(2) % 2);
+  DataOptions o;
+  o.format = "npy";
+  o.root = d.string();
+  o.val_size = 0;
+  o.normalize = false;
+  // Read as they are with the default layout: channels first, small images, tabular and [N, H, W].
+  for (const std::vector<std::int64_t>& shape :
+       std::vector<std::vector<std::int64_t>>{{3, 8, 8}, {1, 28, 28}, {4, 4, 3}, {8, 3, 3}, {5, 5, 5}, {28, 28}, {3}}) {
+    std::vector<std::int64_t> train_shape{6};
+    std::vector<std::int64_t> test_shape{2};
+    train_shape.insert(train_shape.end(), shape.begin(), shape.end());
+    test_shape.insert(test_shape.end(), shape.begin(), shape.end());
+    write_npy(d / "train_x.npy", torch::zeros(train_shape));
+    write_npy(d / "test_x.npy", torch::zeros(test_shape));
+    const std::vector<std::int64_t> expected =
+        shape.size() == 2 ? std::vector<std::int64_t>{1, shape[0], shape[1]} : shape;
+    EXPECT_EQ(load_splits(o).sample_shape, expected) << c10::IntArrayRef(shape);
+  }
+  // With "nhwc", 4-D arrays are permuted; other ranks are read as they are.
+  o.layout = "nhwc";
+  write_npy(d / "train_x.npy", torch::zeros({6, 4, 4, 3}));
+  write_npy(d / "test_x.npy", torch::zeros({2, 4, 4, 3}));
+  EXPECT_EQ(load_splits(o).sample_shape, (std::vector<std::int64_t>{3, 4, 4}));
+  write_npy(d / "train_x.npy", torch::zeros({6, 5}));
+  write_npy(d / "test_x.npy", torch::zeros({2, 5}));
+  EXPECT_EQ(load_splits(o).sample_shape, (std::vector<std::int64_t>{5}));
+}
+
+TEST(DataOptions, LayoutIsAChoice) {
+  DataOptions o;
+  EXPECT_EQ(o.layout, "nchw");
+  load_config("layout = \"nhwc\"\n", "t.toml", {}, visit_fn(o));
+  EXPECT_EQ(o.layout, "nhwc");
+  EXPECT_THROW(load_config("layout = \"hwc\"\n", "t.toml", {}, visit_fn(o)), Error);
+  o.layout = "NHWC";
+  expect_error([&] { o.validate(); }, ErrorCode::kInvalidArgument, {"data.layout must be one of nchw, nhwc"});
 }
 
 // ----------------------------------------------------------------------------- Fashion-MNIST
@@ -306,7 +576,9 @@ class FashionMnist : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!fs::exists(fs::path(kFashion) / "train-images-idx3-ubyte.gz")) return;
-    splits_ = new Splits(load_splits(DataOptions()));
+    DataOptions o;
+    o.val_size = 5000;  // as configs/quickstart.toml
+    splits_ = new Splits(load_splits(o));
   }
   static void TearDownTestSuite() {
     delete splits_;

@@ -29,7 +29,14 @@ void StandardDataModule::setup() {
 
 DataInfo StandardDataModule::info() const {
   GB_CHECK(ready_, FailedPrecondition, "DataModule::info() before setup()", "call setup() first");
-  return DataInfo{splits_.sample_shape, splits_.num_classes, splits_.class_names, splits_.mean, splits_.std};
+  DataInfo i;
+  i.sample_shape = splits_.sample_shape;
+  i.num_classes = splits_.num_classes;
+  i.class_names = splits_.class_names;
+  i.mean = splits_.mean;
+  i.std = splits_.std;
+  i.feature_names = splits_.feature_names;
+  return i;
 }
 
 data::LoaderOptions StandardDataModule::eval_loader_options() const {

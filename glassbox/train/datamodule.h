@@ -25,7 +25,9 @@ struct DataInfo {
   std::int64_t num_classes = 0;
   std::vector<std::string> class_names;
   std::vector<double> mean, std;
-  std::vector<std::string> feature_names = {};  // a CSV header's feature columns; empty when unnamed
+  // Tabular inputs' column names (the CSV header's feature columns); empty when the data has none.
+  // The initializer keeps brace-initialised DataInfos without it free of -Wmissing-field-initializers.
+  std::vector<std::string> feature_names = {};
 };
 
 class DataModule {
