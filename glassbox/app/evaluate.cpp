@@ -196,7 +196,7 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
   j["calibration"] = metrics::calibration(probs, labels, o.bins).to_json();
   j["pr_curves"] = metrics::pr_curves_json(in);
   std::vector<std::string> notes = j["notes"].get<std::vector<std::string>>();
-  if (m.data->train_dataset() && m.data->train_dataset()->size() > 0) {
+  if (!m.test_only && m.data->train_dataset() && m.data->train_dataset()->size() > 0) {
     at::Tensor train_y = m.data->train_dataset()->all_targets();
     if (!train_y.defined())
       train_y =

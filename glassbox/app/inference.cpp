@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <sstream>
 
@@ -15,6 +17,7 @@
 #include "glassbox/app/quickstart.h"
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
+#include "glassbox/base/progress.h"
 #include "glassbox/core/device.h"
 #include "glassbox/data/source.h"
 #include "glassbox/nn/registry.h"
@@ -24,6 +27,35 @@
 namespace glassbox::app {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Evaluating the test split needs only the test file. When the training file is absent, the test
+// file stands in for it: the model's own normalisation and classes are used, so nothing is
+// computed from it, and the train/val splits are refused (LoadedModel::test_only).
+bool read_test_alone(data::DataOptions& d) {
+  const auto exists = [&](const std::string& f) {
+    if (f.empty()) return false;
+    const fs::path p = fs::path(f).is_absolute() ? fs::path(f) : fs::path(d.root) / f;
+    return fs::exists(p) || fs::exists(p.string() + ".gz");
+  };
+  if (d.format == "mnist") {
+    if ((exists(d.train_images) && exists(d.train_labels)) || !exists(d.test_images)) return false;
+    d.train_images = d.test_images;
+    d.train_labels = d.test_labels;
+  } else if (d.format == "npy") {
+    if ((exists(d.train_x) && exists(d.train_y)) || !exists(d.test_x)) return false;
+    d.train_x = d.test_x;
+    d.train_y = d.test_y;
+  } else {
+    if (exists(d.train_csv) || !exists(d.test_csv)) return false;
+    d.train_csv = d.test_csv;
+  }
+  d.val_size = 0;
+  return true;
+}
+
+}  // namespace
 
 namespace {
 
@@ -217,6 +249,7 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
              "point the [data] section (CONFIG or --set data.root=...) at the data the model was trained on, or fix "
              "input.shape");
   };
+  m.test_only = read_test_alone(m.config.data.source);
   m.data = std::make_shared<train::StandardDataModule>(m.config.data);
   try {
     m.data->setup();
@@ -246,7 +279,8 @@ nlohmann::json data_info_to_json(const train::DataInfo& info, double scale) {
           {"class_names", info.class_names},
           {"mean", info.mean},
           {"std", info.std},
-          {"scale", scale}};
+          {"scale", scale},
+          {"feature_names", info.feature_names}};
 }
 
 train::DataInfo data_info_from_json(const nlohmann::json& j) {
@@ -386,6 +420,14 @@ std::shared_ptr<const data::Dataset> split_dataset(LoadedModel& m, const std::st
   GB_CHECK(split == "test" || split == "val" || split == "train", InvalidArgument, "unknown split '" << split << "'",
            "use --split test, val or train");
   if (!m.data) {
+    data::DataOptions alone = m.config.data.source;
+    if (read_test_alone(alone)) {
+      GB_CHECK(split == "test", NotFound,
+               "the " << split << " split needs the training file, which is not in " << alone.root,
+               "use --split test, or point data.* (--set data.root=...) at the training data");
+      m.config.data.source = alone;
+      m.test_only = true;
+    }
     m.data = std::make_shared<train::StandardDataModule>(m.config.data);
     m.data->setup();
     const train::DataInfo d = m.data->info();
@@ -394,6 +436,9 @@ std::shared_ptr<const data::Dataset> split_dataset(LoadedModel& m, const std::st
                                               << shape_text(m.info.sample_shape),
              "point data.* (--set data.root=...) at data shaped like the model's training data");
   }
+  GB_CHECK(!m.test_only || split == "test", NotFound,
+           "the " << split << " split needs the training file, which is not at " << m.config.data.source.root,
+           "use --split test, or point data.* (--set data.root=...) at the training data");
   std::shared_ptr<const data::Dataset> ds;
   if (split == "test") {
     ds = m.data->test_dataset();
@@ -413,16 +458,24 @@ at::Tensor predict_probabilities(LoadedModel& m, const data::Dataset& dataset, s
   m.model->module()->eval();
   std::vector<at::Tensor> parts;
   const std::int64_t n = dataset.size();
+  // A bar on a terminal (plain lines every 10 s otherwise) once there is more than a moment's work.
+  ProgressBar bar(std::cerr, n > 4 * batch_size);
+  bar.start("predicting", n);
+  const auto started = std::chrono::steady_clock::now();
   for (std::int64_t start = 0; start < n; start += batch_size) {
     const at::Tensor idx = torch::arange(start, std::min(n, start + batch_size), torch::kLong);
     data::Batch b = dataset.get_batch(idx);
     at::Tensor out = m.model->forward(b.inputs.to(m.device));
+    const std::int64_t done = std::min(n, start + batch_size);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    bar.update(done, "", s > 0 ? static_cast<double>(done) / s : 0.0);
     GB_CHECK(out.dim() == 2, FailedPrecondition,
              "the model's output has shape " << out.sizes() << ", not [batch, classes]",
              "evaluate a classification model");
     out = out.to(torch::kCPU, torch::kDouble);
     parts.push_back(m.outputs_probabilities ? out : torch::softmax(out, 1));
   }
+  bar.finish(fmt::format("{} samples", n));
   return parts.empty() ? torch::zeros({0, m.info.num_classes}, torch::kDouble) : torch::cat(parts);
 }
 

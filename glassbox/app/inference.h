@@ -62,6 +62,8 @@ struct LoadedModel {
   std::string contract_source;
   // A checkpoint's stored contract and scale (absent in checkpoints of older glassbox versions).
   bool has_stored_contract = false;
+  // The training file is absent: the test split was read alone (train/val splits are refused).
+  bool test_only = false;
   double scale = 1.0;
 
   // What the model was loaded from: the checkpoint or the TorchScript file.

@@ -34,8 +34,28 @@ at::Tensor preprocess(at::Tensor x, const nn::ModelContract& c) {
   return x;
 }
 
-// The feature columns of a CSV table: every column but the label column (when the file has one).
-at::Tensor csv_features(const fs::path& path, const std::string& label_column) {
+data::CsvTable read_table(const fs::path& path, const std::string& label_column);
+
+// The feature columns of a CSV table: every column but the label column (when the file has one),
+// in the order of `names` (the model's training columns) when the model knows them.
+at::Tensor csv_features(const fs::path& path, const std::string& label_column, const std::vector<std::string>& names) {
+  data::CsvTable t = read_table(path, label_column);
+  if (names.empty() || t.feature_names == names) return t.features;
+  std::vector<std::int64_t> order;
+  for (const auto& n : names) {
+    const auto it = std::find(t.feature_names.begin(), t.feature_names.end(), n);
+    GB_CHECK(it != t.feature_names.end(), InvalidArgument,
+             path.string() << " has no column '" << n << "', a feature the model was trained on",
+             "give the training table's feature columns (any order; extra columns are an error)");
+    order.push_back(it - t.feature_names.begin());
+  }
+  GB_CHECK(t.feature_names.size() == names.size(), InvalidArgument,
+           path.string() << " has " << t.feature_names.size() << " feature columns, the model " << names.size(),
+           "drop the columns the model was not trained on");
+  return t.features.index_select(1, torch::tensor(order, torch::kLong));
+}
+
+data::CsvTable read_table(const fs::path& path, const std::string& label_column) {
   const std::string text = read_file(path);
   const std::size_t eol = text.find('\n');
   const std::string header = text.substr(0, eol);
@@ -51,7 +71,7 @@ at::Tensor csv_features(const fs::path& path, const std::string& label_column) {
     }
   }
   if (std::find(cols.begin(), cols.end(), label_column) != cols.end())
-    return data::parse_csv(text, path.string(), label_column).features;
+    return data::parse_csv(text, path.string(), label_column);
   // Unlabeled: a placeholder label column is added so the table reads as a training file does.
   std::string labeled;
   std::size_t pos = 0;
@@ -65,7 +85,7 @@ at::Tensor csv_features(const fs::path& path, const std::string& label_column) {
     first = first && line.find_first_not_of(" \t") == std::string::npos;
     pos = end + 1;
   }
-  return data::parse_csv(labeled, path.string(), "__row_label__").features;
+  return data::parse_csv(labeled, path.string(), "__row_label__");
 }
 
 std::string shape_text(c10::IntArrayRef s) {
@@ -93,7 +113,7 @@ PredictOutcome run_predict(const PredictRequest& r) {
   if (ext == ".npy") {
     x = data::read_npy(r.input);
   } else if (ext == ".csv") {
-    x = csv_features(r.input, m.config.data.source.label_column);
+    x = csv_features(r.input, m.config.data.source.label_column, m.info.feature_names);
   } else {
     GB_THROW(InvalidArgument, "cannot read " << r.input.string() << ": unknown extension '" << ext << "'",
              "give a .npy array or a .csv table with a header");

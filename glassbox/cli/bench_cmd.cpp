@@ -6,6 +6,7 @@
 
 #include "bench/serve_bench.h"
 #include "bench/train_bench.h"
+#include "glassbox/app/quickstart.h"
 #include "glassbox/base/error.h"
 #include "glassbox/cli/commands.h"
 
@@ -96,7 +97,7 @@ void add_bench_serve(CLI::App& bench) {
       "  glassbox bench serve --soak 600            # the soak: RSS and failures over 10 minutes");
   serve->callback([o, json, resnet_input] {
     o->resnet_input = parse_dims(*resnet_input);
-    o->quickstart_toml = embedded_quickstart_config();
+    o->quickstart_toml = app::embedded_quickstart_config();
     o->log = &std::cerr;
     const nlohmann::json r = bench::run_serve_bench(*o);
     if (*json) {

@@ -165,10 +165,9 @@ TEST(Explain, WritesHeatMapsOfWrongAndRightPredictions) {
 // test image and pytorch-grad-cam's maps are the reference.
 TEST(ImportedModel, PythonScriptedResNetIsEvaluatedAndExplained) {
   const fs::path dir = testing::temp_dir("cli_import") / "py";
-  const auto py = nlohmann::json::parse(
-      testing::run_python("tests/reference/make_script_model.py",
-                          {"--out", dir.string(), "--arch", "resnet18", "--first", "4", "--accuracy", "--test-limit",
-                           "1500"}));
+  const auto py = nlohmann::json::parse(testing::run_python(
+      "tests/reference/make_script_model.py",
+      {"--out", dir.string(), "--arch", "resnet18", "--first", "4", "--accuracy", "--test-limit", "1500"}));
   const std::string model = (dir / "model.pt").string();
 
   // eval: the first 1500 test images (raw uint8, as Python read them) with the sidecar's

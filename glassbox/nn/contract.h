@@ -41,7 +41,7 @@ struct ModelContract {
   std::string input_name = "input";
   std::vector<std::int64_t> input_shape;  // one sample, without the batch axis: {C, H, W} or {F}
   std::string input_dtype = "float32";
-  std::string layout = "NCHW";  // NCHW (images) | NC (features)
+  std::string layout = "NCHW";             // NCHW (images) | NC (features)
   std::vector<std::string> feature_names;  // NC: a name per feature (a CSV header's), or empty
 
   std::string output_name = "logits";

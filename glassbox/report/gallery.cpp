@@ -95,9 +95,10 @@ std::string features_section(const JsonView& doc) {
             escape(it["label_name"].text().value_or("")) + "</td><td>" +
             escape(it["predicted_name"].text().value_or("")) + "</td><td>" + feats + "</td></tr>\n";
   }
-  body += "<h3>Samples</h3>\n<table><tr><th>sample</th><th>label</th><th>predicted</th><th>strongest features "
-          "(signed attribution)</th></tr>\n" +
-          rows + "</table>\n";
+  body +=
+      "<h3>Samples</h3>\n<table><tr><th>sample</th><th>label</th><th>predicted</th><th>strongest features "
+      "(signed attribution)</th></tr>\n" +
+      rows + "</table>\n";
   return section("gradcam", "Feature attributions", intro + body);
 }
 

@@ -120,16 +120,17 @@ TEST(Report, LoadsNothingFromElsewhere) {
 TEST(Report, FeatureAttributionsAreDrawnAsBars) {
   const fs::path dir = sample("report_features", {.explain = false});
   fs::create_directories(dir / "explain");
-  save(dir / "explain" / "index.json",
-       json{{"kind", "features"},
-            {"method", "integrated_gradients"},
-            {"features", {"age", "income & <tax>"}},
-            {"importance", {{{"name", "income & <tax>"}, {"index", 1}, {"value", 0.5}},
-                            {{"name", "age"}, {"index", 0}, {"value", 0.25}}}},
-            {"items", {{{"index", 3},
-                        {"label_name", "yes"},
-                        {"predicted_name", "no"},
-                        {"top_features", {{{"feature", "age"}, {"attribution", -0.75}}}}}}}});
+  save(dir / "explain" / "index.json", json{{"kind", "features"},
+                                            {"method", "integrated_gradients"},
+                                            {"features", {"age", "income & <tax>"}},
+                                            {"importance",
+                                             {{{"name", "income & <tax>"}, {"index", 1}, {"value", 0.5}},
+                                              {{"name", "age"}, {"index", 0}, {"value", 0.25}}}},
+                                            {"items",
+                                             {{{"index", 3},
+                                               {"label_name", "yes"},
+                                               {"predicted_name", "no"},
+                                               {"top_features", {{{"feature", "age"}, {"attribution", -0.75}}}}}}}});
   const std::string html = build_report(dir);
   EXPECT_HAS(html, "Feature attributions");
   EXPECT_HAS(html, "data-chart=\"feature-importance\"");
