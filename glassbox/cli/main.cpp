@@ -50,10 +50,15 @@ std::string command_path(CLI::App* a) {
 std::string parse_error_text(CLI::App& app, const CLI::ParseError& e, const std::string& binary) {
   CLI::App* at = active(app);
   const std::string where = command_path(at);
-  std::vector<std::string> extras = at->remaining();
-  if (extras.empty()) extras = app.remaining();
-  if ((e.get_name() == "ExtrasError" || e.get_name() == "RequiredError") && !extras.empty()) {
-    const std::string& word = extras.front();
+  // CLI11 names the unexpected words in its message: "... not expected: WORD [WORD...]".
+  std::string word;
+  const std::string what = e.what();
+  const auto colon = what.rfind("expected: ");
+  if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::ExtrasError) && colon != std::string::npos) {
+    word = what.substr(colon + 10);
+    word = word.substr(0, word.find(' '));
+  }
+  if (!word.empty()) {
     std::vector<std::string> candidates;
     std::string kind;
     if (word.rfind("-", 0) == 0) {
