@@ -1,7 +1,13 @@
 // glassbox serve: a KServe v2 / Triton-compatible HTTP server over a model repository.
 //
-// Startup: load the repository (serve/engine), bind the HTTP and metrics ports (serve/http), print
-// `serving: http://ADDR:PORT (metrics http://ADDR:PORT/metrics)`. Shutdown on SIGTERM or SIGINT:
+// Startup: load the repository (serve/engine), print one line per model and version with its state
+// (and reason), bind the HTTP and metrics ports (serve/http), print
+// `serving: http://ADDR:PORT (metrics http://ADDR:PORT/metrics)`. A model of the startup set that
+// does not load ends the process before it serves, one line per failure on stderr (Triton's
+// --exit-on-error, default true; false serves the others); so does a startup set of which nothing
+// loads, whatever --exit-on-error says, and, in mode none, a repository without model directories.
+// Status 2 when every reason is the repository's (a config error, a missing file), 1 when one is a
+// runtime failure. Shutdown on SIGTERM or SIGINT:
 // readiness goes false (new inference requests get 503), queued and in-flight requests finish
 // (at most --exit-timeout seconds; what is still queued then gets 503), responses are written,
 // exit 0. A second signal during the drain exits at once (status 1).
@@ -17,6 +23,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -47,6 +54,7 @@ struct ServeArgs {
   std::string metric_names = "prometheus";
   bool strict_config = false;
   bool split_large_requests = false;
+  bool exit_on_error = true;
 };
 
 // The key is the file's first line without surrounding whitespace.
@@ -70,6 +78,42 @@ std::string url(const std::string& address, int port) {
   return fmt::format("http://{}:{}", host, port);
 }
 
+// Decides, from what the engine loaded, whether the server goes on (see the top of the file).
+void check_startup(const serve::StartupReport& r, const ServeArgs& a, serve::ModelControlMode mode) {
+  if (r.models.empty()) {
+    GB_CHECK(mode == serve::ModelControlMode::kExplicit, NotFound,
+             "model repository '" << a.repository << "' holds no model directories",
+             std::string("put each model in its own directory, NAME/config.pbtxt + NAME/1/model.pt (glassbox export "
+                         "--format repository --out DIR writes one), or start with --model-control-mode explicit "
+                         "to load models later"));
+    std::cout << "no model loaded at startup; load models with POST /v2/repository/models/NAME/load\n";
+    return;
+  }
+  if (r.failures.empty()) return;
+  std::set<std::string> failed_models;
+  bool runtime = false;
+  for (const serve::LoadFailure& f : r.failures) {
+    const std::string line = f.error.one_line();
+    const std::string who = "model '" + f.model + "'" + (f.version.empty() ? "" : " version " + f.version);
+    std::cerr << "failed to load: " << (line.rfind(who, 0) == 0 ? "" : who + ": ") << line << "\n";
+    failed_models.insert(f.model);
+    runtime = runtime || !is_user_error(f.error.code());
+  }
+  // Status 2 when the repository is at fault, 1 for a runtime failure (main maps the code).
+  const ErrorCode code = runtime ? ErrorCode::kUnavailable : ErrorCode::kFailedPrecondition;
+  const std::string counts = fmt::format("{} of the {} model{} to load at startup", failed_models.size(),
+                                         r.models.size(), r.models.size() == 1 ? "" : "s");
+  if (r.serving.empty()) {
+    throw Error(code, "no model could be loaded: " + counts + " failed (reasons above)",
+                "fix what the reasons name (config.pbtxt, the model files) and start again");
+  }
+  if (a.exit_on_error) {
+    throw Error(code, counts + " failed (reasons above); not serving the others since --exit-on-error is true",
+                "fix what the reasons name, or pass --exit-on-error=false to serve the models that loaded");
+  }
+  std::cerr << fmt::format("warning: {} failed to load; serving the others (--exit-on-error=false)\n", counts);
+}
+
 void run_serve(const ServeArgs& a) {
   serve::EngineOptions eo;
   eo.repository = a.repository;
@@ -79,10 +123,6 @@ void run_serve(const ServeArgs& a) {
   eo.split_large_requests = a.split_large_requests;
   eo.default_intra_op_threads = a.intra_op_threads;
   eo.validate();
-  GB_CHECK(std::filesystem::is_directory(eo.repository), NotFound,
-           "model repository '" << a.repository << "' is not a directory",
-           std::string("pass a folder of NAME/config.pbtxt + NAME/1/model.pt, e.g. the repository "
-                       "`glassbox export --format repository` writes"));
   GB_CHECK(a.exit_timeout >= 0, InvalidArgument, "--exit-timeout must be >= 0 seconds, got " << a.exit_timeout,
            std::string("give the seconds queued and in-flight requests may take to finish at shutdown"));
 
@@ -114,7 +154,9 @@ void run_serve(const ServeArgs& a) {
                              e.reason.empty() ? "" : " (" + e.reason + ")");
   }
   std::cout << fmt::format("loaded in {:.2f} s\n",
-                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count())
+            << std::flush;
+  check_startup(engine->startup_report(), a, eo.control_mode);
 
   serve::HttpServer server(*engine, ho);
   server.start();
@@ -193,7 +235,12 @@ void add_serve(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"prometheus", "triton"}));
   cmd->add_flag("--strict-model-config", a->strict_config,
-                "refuse config.pbtxt fields glassbox does not implement (default: skip them)");
+                "a config.pbtxt field of Triton's that glassbox does not implement makes its model UNAVAILABLE "
+                "(default: skipped with a warning); fields in no Triton schema always do");
+  cmd->add_option("--exit-on-error", a->exit_on_error,
+                  "exit (status 2, or 1 for a runtime failure) when a model to load at startup fails to load; "
+                  "false: serve the models that loaded")
+      ->default_str("true");
   cmd->add_flag("--split-large-requests", a->split_large_requests,
                 "run requests larger than max_batch_size as several batches (default: 400)");
   cmd->footer(

@@ -1,14 +1,19 @@
 #include "glassbox/export/model_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/json_util.h>
+#include <nlohmann/json.hpp>
 
 #include "glassbox/base/config.h"
 #include "glassbox/base/error.h"
@@ -20,36 +25,87 @@ namespace {
 namespace fs = std::filesystem;
 namespace pb = google::protobuf;
 
-// Triton fields that glassbox's message leaves out: named in the hint when a config uses one.
-const std::set<std::string> kTritonOnlyFields = {
-    "sequence_batching", "ensemble_scheduling",    "optimization",
-    "batch_input",       "batch_output",           "cc_model_filenames",
-    "metric_tags",       "model_operations",       "model_repository_agents",
-    "model_metrics",     "rate_limiter",           "secondary_devices",
-    "profile",           "is_non_linear_format_io"};
+// Fields of Triton's model_config.proto that glassbox's message leaves out: the message they
+// belong to, their name and number, and the shape of their value.
+enum class Shape { kMessage, kMessages, kStringMap, kBool, kStrings };
+struct TritonField {
+  const char* message;
+  const char* name;
+  int number;
+  Shape shape;
+  bool scheduling = false;  // a member of ModelConfig's oneof scheduling_choice
+};
+constexpr TritonField kTritonOnlyFields[] = {
+    {"ModelConfig", "cc_model_filenames", 9, Shape::kStringMap},
+    {"ModelConfig", "metric_tags", 10, Shape::kStringMap},
+    {"ModelConfig", "optimization", 12, Shape::kMessage},
+    {"ModelConfig", "sequence_batching", 13, Shape::kMessage, true},
+    {"ModelConfig", "ensemble_scheduling", 15, Shape::kMessage, true},
+    {"ModelConfig", "model_operations", 18, Shape::kMessage},
+    {"ModelConfig", "batch_input", 20, Shape::kMessages},
+    {"ModelConfig", "batch_output", 21, Shape::kMessages},
+    {"ModelConfig", "model_repository_agents", 23, Shape::kMessage},
+    {"ModelConfig", "model_metrics", 26, Shape::kMessage},
+    {"ModelInstanceGroup", "profile", 5, Shape::kStrings},
+    {"ModelInstanceGroup", "rate_limiter", 6, Shape::kMessage},
+    {"ModelInstanceGroup", "secondary_devices", 8, Shape::kMessages},
+    {"ModelInput", "is_non_linear_format_io", 9, Shape::kBool},
+    {"ModelOutput", "is_non_linear_format_io", 7, Shape::kBool},
+};
+
+// "metric_tags" -> "MetricTags" (upper) or "metricTags" (JSON's name).
+std::string camel_case(std::string_view name, bool upper) {
+  std::string out;
+  bool next_upper = upper;
+  for (char c : name) {
+    if (c == '_') {
+      next_upper = true;
+      continue;
+    }
+    out += next_upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    next_upper = false;
+  }
+  return out;
+}
+
+// The Triton field of `message` (a message's short name, "ModelConfig") that glassbox leaves out,
+// by its name or its JSON name; nullptr when there is none.
+const TritonField* triton_only_field(std::string_view message, std::string_view name) {
+  for (const TritonField& t : kTritonOnlyFields) {
+    if (message == t.message && (name == t.name || name == camel_case(t.name, false))) return &t;
+  }
+  return nullptr;
+}
+
+const char* shape_text(Shape shape) {
+  switch (shape) {
+    case Shape::kMessage: return "a message";
+    case Shape::kMessages: return "a list of messages";
+    case Shape::kStringMap: return "a map of strings";
+    case Shape::kBool: return "a bool";
+    case Shape::kStrings: return "a list of strings";
+  }
+  return "?";
+}
+
+struct Diagnostic {
+  int line = -1;  // 0-based, as protobuf reports it
+  int column = -1;
+  std::string message;
+};
 
 // Keeps the first error protobuf reports (the later ones are usually consequences of it).
 class FirstErrorCollector : public pb::io::ErrorCollector {
  public:
   void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
-    if (has_error_) return;
-    has_error_ = true;
-    line_ = line;
-    column_ = column;
-    message_ = message;
+    if (!error_) error_ = Diagnostic{line, column, message};
   }
   void AddWarning(int, pb::io::ColumnNumber, const std::string&) override {}
 
-  bool has_error() const { return has_error_; }
-  int line() const { return line_; }
-  int column() const { return column_; }
-  const std::string& message() const { return message_; }
+  const std::optional<Diagnostic>& error() const { return error_; }
 
  private:
-  bool has_error_ = false;
-  int line_ = -1;
-  int column_ = -1;
-  std::string message_;
+  std::optional<Diagnostic> error_;
 };
 
 // The quoted strings of a protobuf error message, in order.
@@ -73,17 +129,20 @@ std::string parse_hint(const std::string& message) {
   if (message.find("has no field named") != std::string::npos && q.size() >= 2) {
     const std::string& field = q[1];
     if (const pb::Descriptor* d = pb::DescriptorPool::generated_pool()->FindMessageTypeByName(q[0])) {
-      std::vector<std::string> names;
-      for (int i = 0; i < d->field_count(); ++i) names.push_back(d->field(i)->name());
-      const std::string close = closest_match(field, names);
-      if (!close.empty()) return "did you mean \"" + close + "\"?";
-      if (kTritonOnlyFields.count(field) != 0) {
+      if (triton_only_field(d->name(), field) != nullptr) {
         return "\"" + field +
                "\" is a Triton field glassbox does not support; remove it (docs/export.md lists the fields)";
       }
+      std::vector<std::string> served;  // glassbox's fields
+      for (int i = 0; i < d->field_count(); ++i) served.push_back(d->field(i)->name());
+      std::vector<std::string> names = served;  // and Triton's others, for the suggestion
+      for (const TritonField& t : kTritonOnlyFields)
+        if (d->name() == t.message) names.push_back(t.name);
+      const std::string close = closest_match(field, names);
+      if (!close.empty()) return "did you mean \"" + close + "\"?";
       std::string list;
-      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      return "fields of " + d->name() + ": " + list;
+      for (const auto& n : served) list += (list.empty() ? "" : ", ") + n;
+      return "\"" + field + "\" is in no Triton model configuration; fields of " + d->name() + ": " + list;
     }
   }
   if (message.find("Unknown enumeration value") != std::string::npos && !q.empty()) {
@@ -98,6 +157,333 @@ std::string parse_hint(const std::string& message) {
     return "data types are TYPE_FP32, TYPE_INT64, ... and instance kinds KIND_CPU, KIND_GPU (docs/export.md)";
   }
   return "fix the file's protobuf text format (docs/export.md shows a complete config.pbtxt)";
+}
+
+Error parse_error(const std::string& source, const Diagnostic& d, std::string hint = {}) {
+  const std::string where = d.line >= 0 ? ":" + std::to_string(d.line + 1) + ":" + std::to_string(d.column + 1) : "";
+  return Error(ErrorCode::kDataLoss, source + where + ": " + d.message,
+               hint.empty() ? parse_hint(d.message) : std::move(hint));
+}
+
+// Walks the tokens of config.pbtxt along glassbox's messages to find the fields of Triton's that
+// glassbox leaves out. Each one is blanked out of the text (spaces; line breaks and every other
+// line and column stay as they were) and listed, after a check of the shape of its value: what
+// it holds is not read, as glassbox does not implement it. Everything else is left to protobuf's
+// parser, which reads the blanked text next: a field in no Triton message, a wrong type or a
+// syntax error is its error, at the same position as in the original text.
+class TritonFieldSkipper {
+ public:
+  struct Skipped {
+    int line = -1;
+    std::string path;
+  };
+
+  explicit TritonFieldSkipper(std::string& text)
+      : text_(text), input_(text.data(), static_cast<int>(text.size())), tokenizer_(&input_, &ignored_) {
+    tokenizer_.set_allow_f_after_float(true);
+    tokenizer_.set_comment_style(pb::io::Tokenizer::SH_COMMENT_STYLE);
+    tokenizer_.set_require_space_after_number(false);
+    tokenizer_.set_allow_multiline_strings(true);
+    std::size_t start = 0;
+    while (true) {
+      line_starts_.push_back(start);
+      const std::size_t nl = text_.find('\n', start);
+      if (nl == std::string::npos) break;
+      start = nl + 1;
+    }
+  }
+
+  void run() {
+    tokenizer_.Next();
+    message(*triton::ModelConfig::descriptor(), "", true);
+  }
+
+  const std::vector<Skipped>& skipped() const { return skipped_; }
+  // A skipped field whose value has the wrong shape, or a second scheduler: the first one.
+  const std::optional<Diagnostic>& error() const { return error_; }
+  const std::string& error_hint() const { return error_hint_; }
+
+ private:
+  using Token = pb::io::Tokenizer::Token;
+
+  const Token& tok() const { return tokenizer_.current(); }
+  bool end() const { return tok().type == pb::io::Tokenizer::TYPE_END; }
+  bool at(const char* symbol) const { return tok().type == pb::io::Tokenizer::TYPE_SYMBOL && tok().text == symbol; }
+  bool at_open() const { return at("{") || at("<"); }
+  bool at_close() const { return at("}") || at(">"); }
+  void next() {
+    last_line_ = tok().line;
+    last_end_ = tok().end_column;
+    tokenizer_.Next();
+  }
+
+  // Byte offset of a tokenizer position (a tab advances the column to the next multiple of 8).
+  std::size_t offset(int line, int column) const {
+    std::size_t i = line_starts_.at(static_cast<std::size_t>(line));
+    for (int c = 0; c < column && i < text_.size() && text_[i] != '\n'; ++i)
+      c = text_[i] == '\t' ? c + 8 - c % 8 : c + 1;
+    return i;
+  }
+
+  void fail(int line, int column, std::string message, std::string hint) {
+    if (error_) return;
+    error_ = Diagnostic{line, column, std::move(message)};
+    error_hint_ = std::move(hint);
+  }
+
+  // Skips `{ ... }`, `< ... >` or `[ ... ]` with what it holds.
+  void skip_balanced() {
+    int depth = 0;
+    do {
+      if (at_open() || at("[")) ++depth;
+      if (at_close() || at("]")) --depth;
+      next();
+    } while (depth > 0 && !end());
+  }
+
+  // Skips a field's value, after its name: `: scalar`, `: [ ... ]`, `{ ... }`, `: { ... }`.
+  void skip_value() {
+    if (at(":")) next();
+    if (at_open() || at("[")) {
+      skip_balanced();
+      return;
+    }
+    if (at("-")) next();
+    const bool string = tok().type == pb::io::Tokenizer::TYPE_STRING;
+    if (!end() && !at_close()) next();
+    while (string && tok().type == pb::io::Tokenizer::TYPE_STRING) next();  // "a" "b" is one string
+  }
+
+  // Skips a value that must be one message or a list of them; false when it is not.
+  bool skip_messages() {
+    if (at_open()) {
+      skip_balanced();
+      return true;
+    }
+    if (!at("[")) {
+      skip_value();
+      return false;
+    }
+    next();
+    bool ok = true;
+    while (!end() && !at("]")) {
+      if (at_open()) {
+        skip_balanced();
+      } else if (at(",")) {
+        next();
+      } else {
+        ok = false;
+        skip_value();
+      }
+    }
+    if (at("]")) next();
+    return ok;
+  }
+
+  // Skips a scalar value or a list of them of `type`; false when it is something else.
+  bool skip_scalars(Shape shape) {
+    const auto scalar_ok = [&] {
+      if (shape == Shape::kStrings) return tok().type == pb::io::Tokenizer::TYPE_STRING;
+      static const std::set<std::string> kBools = {"true", "True", "t", "false", "False", "f", "0", "1"};
+      return kBools.count(tok().text) != 0 && tok().type != pb::io::Tokenizer::TYPE_STRING;
+    };
+    if (!at("[")) {
+      const bool ok = scalar_ok();
+      skip_value();
+      return ok;
+    }
+    if (shape != Shape::kStrings) {
+      skip_balanced();
+      return false;
+    }
+    next();
+    bool ok = true;
+    while (!end() && !at("]")) {
+      if (at(",")) {
+        next();
+        continue;
+      }
+      ok = ok && scalar_ok();
+      if (at_open() || at("[")) {
+        skip_balanced();
+      } else {
+        skip_value();
+      }
+    }
+    if (at("]")) next();
+    return ok;
+  }
+
+  // Skips the value of Triton field `t` (after its name) and checks its shape.
+  void skip_triton_field(const TritonField& t) {
+    const bool colon = at(":");
+    if (colon) next();
+    const int line = tok().line;
+    const int column = tok().column;
+    const std::string found = end() ? std::string("the end of the file") : "\"" + tok().text + "\"";
+    bool ok = false;
+    switch (t.shape) {
+      case Shape::kMessage:
+      case Shape::kMessages:
+      case Shape::kStringMap: ok = skip_messages(); break;
+      case Shape::kBool:
+      case Shape::kStrings: ok = colon && skip_scalars(t.shape); break;
+    }
+    if (!ok) {
+      fail(line, column,
+           std::string("Triton's field \"") + t.name + "\" of " + t.message + " is " + shape_text(t.shape) +
+               ", found " + found + ".",
+           std::string("write it as Triton's model configuration does, or remove it (glassbox does not implement "
+                       "it and skips it)"));
+    }
+  }
+
+  // The fields of one message, up to its closing brace (left for the caller) or the end.
+  void message(const pb::Descriptor& d, const std::string& path, bool top) {
+    std::map<const pb::FieldDescriptor*, int> count;  // repeated fields' next index
+    while (!end()) {
+      if (at_close()) {
+        if (!top) return;
+        next();  // a stray brace: the parser reports it
+        continue;
+      }
+      if (at(";") || at(",")) {
+        next();
+        continue;
+      }
+      if (at("[")) {  // an extension or Any's type URL: the parser reports it
+        skip_balanced();
+        skip_value();
+        continue;
+      }
+      if (tok().type != pb::io::Tokenizer::TYPE_IDENTIFIER) {
+        next();
+        continue;
+      }
+      const std::string name = tok().text;
+      const int line = tok().line;
+      const int column = tok().column;
+      next();
+      if (top && (name == "dynamic_batching" || name == "sequence_batching" || name == "ensemble_scheduling")) {
+        if (scheduler_.empty()) scheduler_ = name;
+        if (scheduler_ != name) {
+          fail(line, column,
+               "Field \"" + name + "\" is specified along with field \"" + scheduler_ +
+                   "\", another member of oneof \"scheduling_choice\" for type ModelConfig.",
+               "a model has one scheduler: keep one of dynamic_batching, sequence_batching, ensemble_scheduling");
+        }
+      }
+      if (const TritonField* t = triton_only_field(d.name(), name)) {
+        skip_triton_field(*t);
+        const std::size_t from = offset(line, column);
+        const std::size_t to = offset(last_line_, last_end_);
+        for (std::size_t i = from; i < to && i < text_.size(); ++i)
+          if (text_[i] != '\n') text_[i] = ' ';
+        skipped_.push_back({line, path + name});
+        continue;
+      }
+      const pb::FieldDescriptor* f = d.FindFieldByName(name);
+      if (f == nullptr || f->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+        skip_value();  // a scalar, or a field in no Triton message: the parser reports it
+        continue;
+      }
+      const auto sub = [&] {
+        return f->is_repeated() ? path + name + "[" + std::to_string(count[f]++) + "]." : path + name + ".";
+      };
+      if (at(":")) next();
+      if (at_open()) {
+        next();
+        message(*f->message_type(), sub(), false);
+        if (at_close()) next();
+      } else if (at("[")) {
+        next();
+        while (!end() && !at("]")) {
+          if (at_open()) {
+            next();
+            message(*f->message_type(), sub(), false);
+            if (at_close()) next();
+          } else if (at(",")) {
+            next();
+          } else {
+            skip_value();  // not a message: the parser reports it
+          }
+        }
+        if (at("]")) next();
+      }
+    }
+  }
+
+  std::string& text_;
+  std::vector<std::size_t> line_starts_;
+  pb::io::ArrayInputStream input_;
+  FirstErrorCollector ignored_;          // the parser reports what does not tokenize
+  mutable pb::io::Tokenizer tokenizer_;  // current() is not const
+  int last_line_ = 0;
+  int last_end_ = 0;
+  std::string scheduler_;
+  std::vector<Skipped> skipped_;
+  std::optional<Diagnostic> error_;
+  std::string error_hint_;
+};
+
+bool json_has_shape(const nlohmann::json& v, Shape shape) {
+  if (v.is_null()) return true;  // the default, as protobuf's JSON reads it
+  const auto all = [&v](auto pred) { return std::all_of(v.begin(), v.end(), pred); };
+  switch (shape) {
+    case Shape::kMessage: return v.is_object();
+    case Shape::kMessages: return v.is_array() && all([](const nlohmann::json& e) { return e.is_object(); });
+    case Shape::kStringMap: return v.is_object() && all([](const nlohmann::json& e) { return e.is_string(); });
+    case Shape::kBool: return v.is_boolean();
+    case Shape::kStrings: return v.is_array() && all([](const nlohmann::json& e) { return e.is_string(); });
+  }
+  return false;
+}
+
+// Checks every key of `j` against `d` (and Triton's other fields), removing the skipped ones.
+// Values of the wrong type are left for protobuf's JSON parser to report.
+void check_json_fields(nlohmann::json& j, const pb::Descriptor& d, const std::string& path, const std::string& source,
+                       const ParseConfigOptions& options) {
+  if (!j.is_object()) return;
+  const std::string at = path.empty() ? "" : path.substr(0, path.size() - 1) + ": ";
+  for (auto it = j.begin(); it != j.end();) {
+    const std::string key = it.key();
+    const pb::FieldDescriptor* f = d.FindFieldByName(key);
+    if (f == nullptr) f = d.FindFieldByCamelcaseName(key);
+    if (f == nullptr) {
+      const TritonField* t = triton_only_field(d.name(), key);
+      const std::string unknown = "Message type \"" + d.full_name() + "\" has no field named \"" + key + "\".";
+      GB_CHECK(t != nullptr && options.allow_unknown_fields, InvalidArgument, source << ": " << at << unknown,
+               parse_hint(unknown));
+      GB_CHECK(json_has_shape(it.value(), t->shape), InvalidArgument,
+               source << ": " << at << "Triton's field \"" << t->name << "\" of " << t->message << " is "
+                      << shape_text(t->shape) << ", found " << it.value().type_name() << ".",
+               std::string("write it as Triton's model configuration does, or remove it (glassbox does not implement "
+                           "it and skips it)"));
+      if (options.skipped != nullptr) options.skipped->push_back(path + t->name);
+      it = j.erase(it);
+      continue;
+    }
+    nlohmann::json& v = it.value();
+    if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (f->is_map()) {
+        const pb::FieldDescriptor* value = f->message_type()->map_value();
+        if (value->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE && v.is_object()) {
+          for (auto& e : v.items())
+            check_json_fields(e.value(), *value->message_type(), path + f->name() + "[\"" + e.key() + "\"].", source,
+                              options);
+        }
+      } else if (f->is_repeated()) {
+        if (v.is_array()) {
+          for (std::size_t i = 0; i < v.size(); ++i)
+            check_json_fields(v[i], *f->message_type(), path + f->name() + "[" + std::to_string(i) + "].", source,
+                              options);
+        }
+      } else {
+        check_json_fields(v, *f->message_type(), path + f->name() + ".", source, options);
+      }
+    }
+    ++it;
+  }
 }
 
 std::string format_double(double v) {
@@ -408,17 +794,46 @@ void validate_model_config(const triton::ModelConfig& config, const std::string&
 
 triton::ModelConfig parse_model_config(const std::string& text, const std::string& source,
                                        const ParseConfigOptions& options) {
+  std::string blanked;
+  std::optional<TritonFieldSkipper> skipper;
+  if (options.allow_unknown_fields) {
+    blanked = text;
+    skipper.emplace(blanked);
+    skipper->run();
+  }
   triton::ModelConfig config;
   pb::TextFormat::Parser parser;
   FirstErrorCollector errors;
   parser.RecordErrorsTo(&errors);
-  parser.AllowUnknownField(options.allow_unknown_fields);
-  if (!parser.ParseFromString(text, &config)) {
-    const std::string where =
-        errors.line() >= 0 ? ":" + std::to_string(errors.line() + 1) + ":" + std::to_string(errors.column() + 1) : "";
-    const std::string message = errors.has_error() ? errors.message() : "not a model configuration";
-    GB_THROW(DataLoss, source << where << ": " << message, parse_hint(message));
+  const bool parsed = parser.ParseFromString(skipper ? blanked : text, &config);
+  // The first error in the text: the parser's, or a skipped field's wrong shape before it.
+  const std::optional<Diagnostic>& shape = skipper ? skipper->error() : std::nullopt;
+  const auto before = [](const Diagnostic& a, const Diagnostic& b) {
+    return std::pair(a.line, a.column) < std::pair(b.line, b.column);
+  };
+  if (shape && (parsed || !errors.error() || before(*shape, *errors.error()))) {
+    throw parse_error(source, *shape, skipper->error_hint());
   }
+  if (!parsed) throw parse_error(source, errors.error().value_or(Diagnostic{-1, -1, "not a model configuration"}));
+  if (skipper && options.skipped != nullptr) {
+    for (const TritonFieldSkipper::Skipped& f : skipper->skipped())
+      options.skipped->push_back(f.path + " (line " + std::to_string(f.line + 1) + ")");
+  }
+  if (options.validate) validate_model_config(config, options.expected_name, source);
+  return config;
+}
+
+triton::ModelConfig parse_model_config_json(const std::string& json, const std::string& source,
+                                            const ParseConfigOptions& options) {
+  const std::string hint =
+      "send the configuration as JSON with Triton's field names, as GET /v2/models/NAME/config returns it";
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  GB_CHECK(!j.is_discarded() && j.is_object(), InvalidArgument,
+           source << " is not a JSON object" << (j.is_discarded() ? " (it does not parse as JSON)" : ""), hint);
+  check_json_fields(j, *triton::ModelConfig::descriptor(), "", source, options);
+  triton::ModelConfig config;
+  const auto status = pb::util::JsonStringToMessage(j.dump(), &config, pb::util::JsonParseOptions());
+  GB_CHECK(status.ok(), InvalidArgument, source << ": " << status.message().ToString(), hint);
   if (options.validate) validate_model_config(config, options.expected_name, source);
   return config;
 }

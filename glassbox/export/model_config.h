@@ -9,10 +9,14 @@
 //   std::string json = model_config_to_json(back);                   // /v2/models/NAME/config
 //
 // Errors (glassbox::Error, one line each):
-//   - a syntax error, an unknown field or enum value: DataLoss "config.pbtxt:LINE:COL: <protobuf's
-//     message>" with a hint (the closest field name where one is close);
+//   - a syntax error, an unknown field or enum value, a value of the wrong type: DataLoss
+//     "config.pbtxt:LINE:COL: <protobuf's message>" with a hint (the closest field name where one
+//     is close);
 //   - a well-formed config a server cannot use: InvalidArgument naming the field
 //     ("config.pbtxt: input[0].dims[1] is 0 ...") and the fix.
+// Fields of Triton's schema that glassbox's message leaves out (optimization, metric_tags,
+// instance_group.rate_limiter, ...) are errors unless ParseConfigOptions::allow_unknown_fields
+// skips them; a field that is in no Triton message is an error either way.
 // Thread safety: free functions, reentrant. The message is a value.
 #pragma once
 
@@ -72,16 +76,27 @@ void validate_model_config(const triton::ModelConfig& config, const std::string&
                            const std::string& source = kConfigFile);
 
 struct ParseConfigOptions {
-  // Triton fields outside glassbox's subset are errors (default) or skipped (a server reading a
-  // repository written for Triton may choose to skip them).
+  // Fields of Triton's schema that glassbox's message leaves out are errors (default) or skipped
+  // (a server reading a repository written for Triton may choose to skip them). Either way a field
+  // that is in no Triton message (a misspelt name), an unknown enum value or a value of the wrong
+  // type (also in a field that would be skipped) is an error.
   bool allow_unknown_fields = false;
   bool validate = true;       // run validate_model_config after parsing
   std::string expected_name;  // for validation; empty: any name
+  // When set, receives one entry per skipped field, in the order of the text: its path and, for
+  // text, its line ("optimization (line 7)", "instance_group[0].rate_limiter (line 12)").
+  std::vector<std::string>* skipped = nullptr;
 };
 
 // Text -> message. `source` names the file in errors ("config.pbtxt" or a path).
 triton::ModelConfig parse_model_config(const std::string& text, const std::string& source = kConfigFile,
                                        const ParseConfigOptions& options = {});
+// JSON with Triton's field names (what /v2/models/NAME/config answers, and the "config" parameter
+// of a load request) -> message, with the same rules for Triton's other fields. Errors are
+// InvalidArgument: "SOURCE is not a JSON object", "SOURCE: input[0]: Message type ... has no field
+// named "dimz"." (with the closest name), or protobuf's message for a value of the wrong type.
+triton::ModelConfig parse_model_config_json(const std::string& json, const std::string& source,
+                                            const ParseConfigOptions& options = {});
 // Message -> text: a comment line, then protobuf's multi-line text format (repeated numbers as
 // [a, b], map entries sorted). Stable: the same message always prints the same text.
 std::string print_model_config(const triton::ModelConfig& config);

@@ -314,8 +314,9 @@ def server_none(args, c: sc.Checks, repo: Path, work: Path) -> None:
 def server_explicit(args, c: sc.Checks, repo: Path, work: Path) -> None:
     key_file = work / "api_key.txt"
     key_file.write_text(API_KEY + "\n", encoding="utf-8")
+    # broken is in the startup set: --exit-on-error=false serves fp32 beside it (Triton's flag).
     extra = ["--model-control-mode", "explicit", "--load-model", "fp32", "--load-model", "broken",
-             "--api-key-file", str(key_file)]
+             "--api-key-file", str(key_file), "--exit-on-error=false"]
     with sc.ServeProcess(args.glassbox, repo, work, extra, name="serve-explicit") as srv:
         cl = httpclient.InferenceServerClient(f"127.0.0.1:{srv.port}", network_timeout=120, connection_timeout=60)
         # The broken model is UNAVAILABLE with a reason; fp32 serves; int64 is known but not loaded.

@@ -182,7 +182,24 @@ struct IndexEntry {
   std::string name;
   std::string version;  // empty for a model that has no loaded version
   std::string state;    // READY | UNAVAILABLE | LOADING | UNLOADING
-  std::string reason;   // why UNAVAILABLE, empty otherwise
+  // UNAVAILABLE: why. READY: what of config.pbtxt was skipped (Triton fields glassbox does not
+  // implement), empty when nothing was.
+  std::string reason;
+};
+
+// A model of the startup set, or one version of it, that did not load.
+struct LoadFailure {
+  std::string model;
+  std::string version;  // empty: no version was tried (the config, no version folder)
+  Error error;
+};
+
+// What make_engine loaded: the startup set (mode none: every model directory; explicit: the
+// startup models), which of them serve, and what failed.
+struct StartupReport {
+  std::vector<std::string> models;    // the startup set, sorted
+  std::vector<std::string> serving;   // those with at least one READY version
+  std::vector<LoadFailure> failures;  // in model order, then version order
 };
 
 enum class ModelControlMode { kNone, kExplicit };
@@ -191,9 +208,12 @@ struct EngineOptions {
   std::filesystem::path repository;
   ModelControlMode control_mode = ModelControlMode::kNone;
   std::vector<std::string> startup_models;  // explicit mode: loaded at start ("*" = all)
-  bool strict_config = false;               // Triton fields outside glassbox's subset: error (true) or skipped
-  bool split_large_requests = false;        // default for models whose config does not say
-  int default_intra_op_threads = 0;         // 0: LibTorch's default; a model's INTRA_OP_THREAD_COUNT wins
+  // Fields of Triton's model configuration that glassbox does not implement: an error that makes
+  // the model UNAVAILABLE (true) or skipped with a warning in the index (false). A field in no
+  // Triton message, a wrong type or an unknown enum value makes the model UNAVAILABLE either way.
+  bool strict_config = false;
+  bool split_large_requests = false;  // default for models whose config does not say
+  int default_intra_op_threads = 0;   // 0: LibTorch's default; a model's INTRA_OP_THREAD_COUNT wins
   // InvalidArgument naming the option.
   void validate() const;
 };
@@ -221,6 +241,8 @@ class Engine {
   virtual std::vector<ModelStats> statistics(const std::string& model, std::int64_t version) const = 0;
 
   virtual std::vector<IndexEntry> repository_index(bool ready_only) const = 0;
+  // The models make_engine loaded and what failed (fixed at construction).
+  virtual StartupReport startup_report() const = 0;
   // Explicit mode only (FailedPrecondition otherwise). Load (or reload) a model from the
   // repository; `config_json`, when non-empty, overrides config.pbtxt (Triton's "config" parameter).
   virtual void load_model(const std::string& model, const std::string& config_json) = 0;
@@ -236,7 +258,10 @@ class Engine {
 
 // The engine over a model repository (engine.cpp). Loads the models (mode none: all; explicit:
 // options.startup_models) before returning; a model that fails to load is UNAVAILABLE in the index
-// with its reason while the others serve. Throws InvalidArgument/NotFound for bad options.
+// with its reason while the others serve (startup_report() lists the failures; whether to go on
+// is the caller's choice). Throws InvalidArgument/NotFound for bad options, NotFound for a
+// repository that does not exist or is not a directory, FailedPrecondition for one that cannot
+// be read.
 std::unique_ptr<Engine> make_engine(const EngineOptions& options);
 
 }  // namespace glassbox::serve

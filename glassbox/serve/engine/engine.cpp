@@ -21,6 +21,9 @@
 // the error; the index shows the model UNAVAILABLE with the reason).
 // A load_model that fails keeps the versions that were serving (a bad reload never takes a
 // model down) and throws the load's error; a model that never loaded shows UNAVAILABLE with it.
+// config.pbtxt: Triton fields glassbox does not implement are skipped (a warning in the log and in
+// the index's reason, READY entries included) unless strict_config; anything else that does not
+// parse makes the model UNAVAILABLE with protobuf's message and a hint.
 #include <algorithm>
 #include <atomic>
 #include <iostream>
@@ -31,7 +34,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -58,8 +60,10 @@ struct ModelState {
   std::string name;
   std::shared_ptr<const triton::ModelConfig> config;           // when the config was read
   std::map<std::int64_t, std::shared_ptr<ModelRunner>> ready;  // version -> its runner
-  std::map<std::int64_t, std::string> failed;                  // version -> why it did not load
-  std::string reason;                // why nothing serves ("unloaded", a config error, no version folder)
+  std::map<std::int64_t, Error> failed;                        // version -> why it did not load
+  std::optional<Error> error;        // why no version was tried (a config error, no version folder)
+  std::string reason;                // why nothing serves ("unloaded", or the error's line)
+  std::string warning;               // what of the config was skipped; empty when nothing
   bool wanted = false;               // counts for readiness
   std::optional<Error> first_error;  // the first load error (for load_model's caller)
 };
@@ -73,6 +77,28 @@ std::string versions_text(const std::map<std::int64_t, std::shared_ptr<ModelRunn
   std::string out;
   for (const auto& [v, r] : ready) out += (out.empty() ? "" : ", ") + std::to_string(v);
   return out.empty() ? "none" : out;
+}
+
+// An index reason with the config's warning after it.
+std::string with_warning(const std::string& reason, const std::string& warning) {
+  if (warning.empty()) return reason;
+  return reason.empty() ? warning : reason + "; " + warning;
+}
+
+// NotFound (missing, not a directory) or FailedPrecondition (unreadable), naming the fix.
+void check_repository(const fs::path& repository) {
+  const std::string hint_layout =
+      "pass the folder that holds one directory per model, NAME/config.pbtxt + NAME/1/model.pt (glassbox export "
+      "--format repository --out DIR writes one)";
+  std::error_code ec;
+  const fs::file_status st = fs::status(repository, ec);
+  GB_CHECK(fs::exists(st), NotFound, "model repository '" << repository.string() << "' does not exist", hint_layout);
+  GB_CHECK(fs::is_directory(st), NotFound, "model repository '" << repository.string() << "' is not a directory",
+           hint_layout);
+  fs::directory_iterator probe(repository, ec);
+  GB_CHECK(!ec, FailedPrecondition, "model repository '" << repository.string() << "' cannot be read: " << ec.message(),
+           "give the server's user read and search permission on it (chmod u+rx " + repository.string() +
+               ") or pass another --model-repository");
 }
 
 Error unknown_model(const std::string& model) {
@@ -95,9 +121,7 @@ class RepositoryEngine final : public Engine {
  public:
   explicit RepositoryEngine(const EngineOptions& options) : options_(options) {
     options_.validate();
-    GB_CHECK(fs::is_directory(options_.repository), NotFound,
-             "model repository '" << options_.repository.string() << "' is not a directory",
-             std::string("pass a folder of NAME/config.pbtxt + NAME/1/model.pt"));
+    check_repository(options_.repository);
     const std::vector<std::string> all = exporter::list_repository_models(options_.repository);
     std::vector<std::string> names;
     if (options_.control_mode == ModelControlMode::kNone ||
@@ -244,15 +268,18 @@ class RepositoryEngine final : public Engine {
       }
       const ModelState& s = *it->second;
       std::map<std::int64_t, IndexEntry> versions;
-      for (const auto& [v, r] : s.ready) versions[v] = {name, std::to_string(v), "READY", ""};
+      for (const auto& [v, r] : s.ready) versions[v] = {name, std::to_string(v), "READY", s.warning};
       if (!ready_only) {
-        for (const auto& [v, why] : s.failed) versions[v] = {name, std::to_string(v), "UNAVAILABLE", why};
-        if (versions.empty()) out.push_back({name, "", "UNAVAILABLE", s.reason});
+        for (const auto& [v, why] : s.failed)
+          versions[v] = {name, std::to_string(v), "UNAVAILABLE", with_warning(why.one_line(), s.warning)};
+        if (versions.empty()) out.push_back({name, "", "UNAVAILABLE", with_warning(s.reason, s.warning)});
       }
       for (auto& [v, e] : versions) out.push_back(std::move(e));
     }
     return out;
   }
+
+  StartupReport startup_report() const override { return startup_; }
 
   void load_model(const std::string& model, const std::string& config_json) override {
     check_control();
@@ -342,7 +369,7 @@ class RepositoryEngine final : public Engine {
     }
     if (version == 0) {
       if (s->ready.empty()) {
-        const std::string why = !s->failed.empty() ? s->failed.begin()->second : s->reason;
+        const std::string why = !s->failed.empty() ? s->failed.begin()->second.one_line() : s->reason;
         throw Error(ErrorCode::kFailedPrecondition,
                     "Request for unknown model: '" + model + "' has no available versions",
                     "model '" + model + "' is UNAVAILABLE: " + why);
@@ -355,7 +382,7 @@ class RepositoryEngine final : public Engine {
       throw Error(
           ErrorCode::kFailedPrecondition,
           "Request for unknown model: '" + model + "' version " + std::to_string(version) + " is not at ready state",
-          "version " + std::to_string(version) + " is UNAVAILABLE: " + it->second);
+          "version " + std::to_string(version) + " is UNAVAILABLE: " + it->second.one_line());
     }
     throw Error(
         ErrorCode::kNotFound,
@@ -400,19 +427,18 @@ class RepositoryEngine final : public Engine {
     for (const auto& r : gone) r->drain(kUnloadDrain);
   }
 
-  exporter::RepositoryEntry read_entry(const std::string& model, const std::string& config_json) const {
+  // The model's directory, with config.pbtxt or the override; `skipped` receives the Triton fields
+  // the config sets that glassbox skipped.
+  exporter::RepositoryEntry read_entry(const std::string& model, const std::string& config_json,
+                                       std::vector<std::string>& skipped) const {
     exporter::ParseConfigOptions po;
     po.allow_unknown_fields = !options_.strict_config;
+    po.skipped = &skipped;
     const fs::path dir = options_.repository / model;
     if (config_json.empty()) return exporter::read_model_repository_entry(dir, po);
-    triton::ModelConfig c;
-    google::protobuf::util::JsonParseOptions jo;
-    jo.ignore_unknown_fields = !options_.strict_config;
-    const auto status = google::protobuf::util::JsonStringToMessage(config_json, &c, jo);
-    GB_CHECK(status.ok(), InvalidArgument,
-             "model '" << model << "': the config override is not a model configuration: " << status.ToString(),
-             std::string("send the configuration as JSON with Triton's field names, as GET /v2/models/NAME/config "
-                         "returns it"));
+    po.validate = false;  // after the name's default
+    triton::ModelConfig c =
+        exporter::parse_model_config_json(config_json, "model '" + model + "': config override", po);
     if (c.name().empty()) c.set_name(model);
     exporter::validate_model_config(c, model, "config override");
     exporter::RepositoryEntry e;
@@ -439,28 +465,39 @@ class RepositoryEngine final : public Engine {
     s->wanted = true;
     const auto fail = [&s](const Error& e) {
       if (!s->first_error) s->first_error = e;
-      return e.one_line();
+      return e;
+    };
+    // No version is tried: the model as a whole is UNAVAILABLE with `e`.
+    const auto fail_model = [&](const Error& e) {
+      s->error = fail(e);
+      s->reason = e.one_line();
+      std::clog << "serve: model '" << model << "' did not load: " << s->reason << "\n";
+      return s;
     };
     exporter::RepositoryEntry entry;
+    std::vector<std::string> skipped;
     try {
-      entry = read_entry(model, config_json);
+      entry = read_entry(model, config_json, skipped);
     } catch (const Error& e) {
-      s->reason = fail(e);
-      return s;
+      return fail_model(e);
     } catch (const std::exception& e) {
-      s->reason = fail(Error(ErrorCode::kInternal, e.what()));
-      return s;
+      return fail_model(Error(ErrorCode::kInternal, e.what()));
+    }
+    if (!skipped.empty()) {
+      s->warning =
+          fmt::format("{} skipped Triton fields glassbox does not implement: {}",
+                      config_json.empty() ? exporter::kConfigFile : "the config override", fmt::join(skipped, ", "));
+      std::clog << "serve: model '" << model << "': " << s->warning << "\n";
     }
     s->config = std::make_shared<const triton::ModelConfig>(entry.config);
     const std::vector<std::int64_t> versions = entry.served_versions();
     if (versions.empty()) {
-      s->reason = fail(entry.versions.empty()
-                           ? Error(ErrorCode::kNotFound, "model '" + model + "' has no version folder",
-                                   "put the model at " + (entry.dir / "1" / exporter::kModelFile).string())
-                           : Error(ErrorCode::kNotFound,
-                                   "model '" + model + "': version_policy selects none of the version folders",
-                                   "fix version_policy in config.pbtxt or add the versions it names"));
-      return s;
+      return fail_model(entry.versions.empty()
+                            ? Error(ErrorCode::kNotFound, "model '" + model + "' has no version folder",
+                                    "put the model at " + (entry.dir / "1" / exporter::kModelFile).string())
+                            : Error(ErrorCode::kNotFound,
+                                    "model '" + model + "': version_policy selects none of the version folders",
+                                    "fix version_policy in config.pbtxt or add the versions it names"));
     }
     BackendOptions bo;
     bo.default_intra_op_threads = options_.default_intra_op_threads;
@@ -474,14 +511,16 @@ class RepositoryEngine final : public Engine {
         std::clog << fmt::format("serve: model '{}' version {} loaded in {:.3f} s\n", model, v,
                                  std::chrono::duration<double>(Clock::now() - t0).count());
       } catch (const Error& e) {
-        s->failed[v] = fail(e);
+        s->failed.insert_or_assign(v, fail(e));
       } catch (const std::exception& e) {
-        s->failed[v] = fail(Error(ErrorCode::kInternal, "model '" + model + "' version " + std::to_string(v) +
-                                                            " failed to load: " + e.what()));
+        s->failed.insert_or_assign(
+            v, fail(Error(ErrorCode::kInternal,
+                          "model '" + model + "' version " + std::to_string(v) + " failed to load: " + e.what())));
       }
-      if (s->failed.count(v) != 0) std::clog << "serve: " << s->failed[v] << "\n";
+      if (const auto it = s->failed.find(v); it != s->failed.end())
+        std::clog << "serve: " << it->second.one_line() << "\n";
     }
-    if (s->ready.empty()) s->reason = s->failed.begin()->second;
+    if (s->ready.empty()) s->reason = s->failed.begin()->second.one_line();
     return s;
   }
 
@@ -498,10 +537,18 @@ class RepositoryEngine final : public Engine {
     for (std::size_t i = 1; i < n; ++i) threads.emplace_back(work);
     work();
     for (std::thread& t : threads) t.join();
+    startup_.models = names;
+    std::sort(startup_.models.begin(), startup_.models.end());
     std::unique_lock lock(mu_);
     for (std::size_t i = 0; i < names.size(); ++i) {
       states[i]->first_error.reset();
       models_[names[i]] = states[i];
+    }
+    for (const std::string& name : startup_.models) {
+      const ModelState& s = *models_.at(name);
+      if (!s.ready.empty()) startup_.serving.push_back(name);
+      if (s.error) startup_.failures.push_back({name, "", *s.error});
+      for (const auto& [v, e] : s.failed) startup_.failures.push_back({name, std::to_string(v), e});
     }
   }
 
@@ -509,6 +556,7 @@ class RepositoryEngine final : public Engine {
   mutable std::shared_mutex mu_;
   std::map<std::string, std::shared_ptr<const ModelState>> models_;
   std::mutex control_mu_;  // one load or unload at a time
+  StartupReport startup_;  // set by the constructor, then immutable
   std::atomic<bool> shutting_down_{false};
 };
 

@@ -1,5 +1,6 @@
 // The engine over a model repository: loading (mode none and explicit), unavailable models with
-// their reasons, version policy and routing, unknown model/version errors, metadata, config JSON,
+// their reasons, configs that do not parse and Triton fields that are skipped, the startup report,
+// version policy and routing, unknown model/version errors, metadata, config JSON,
 // load/unload/reload with a config override, shutdown and drain, statistics.
 #include <future>
 
@@ -122,6 +123,219 @@ TEST(Engine, BrokenModelsAreUnavailableWithTheirReasonWhileOthersServe) {
   EXPECT_TRUE(engine->model_ready("good", 0));
   EXPECT_FALSE(engine->model_ready("contradicts", 0));
   EXPECT_FALSE(engine->ready());  // strict readiness: a model that should serve does not
+
+  const StartupReport startup = engine->startup_report();
+  EXPECT_EQ(startup.models, (std::vector<std::string>{"contradicts", "corrupt", "good", "missing"}));
+  EXPECT_EQ(startup.serving, (std::vector<std::string>{"good"}));
+  ASSERT_EQ(startup.failures.size(), 3u);
+  for (const LoadFailure& f : startup.failures) {
+    EXPECT_EQ(f.version, "1") << f.model;
+    EXPECT_TRUE(is_user_error(f.error.code())) << f.error.one_line();
+    EXPECT_EQ(entry(index, f.model, "1")->reason, f.error.one_line());
+  }
+  EXPECT_EQ(startup.failures[0].model, "contradicts");
+}
+
+std::string reason_of(const std::vector<IndexEntry>& index, const std::string& name, const std::string& state) {
+  const IndexEntry* e = entry(index, name);
+  if (e == nullptr) e = entry(index, name, "1");
+  if (e == nullptr) {
+    ADD_FAILURE() << name << " is not in the index";
+    return "";
+  }
+  EXPECT_EQ(e->state, state) << name << ": " << e->reason;
+  return e->reason;
+}
+
+TEST(Engine, ConfigsThatDoNotParseMakeTheirModelUnavailableWithoutStrictMode) {
+  ASSERT_FALSE(EngineOptions{}.strict_config);  // what engine_for serves with
+  const fs::path repo = glassbox::testing::temp_dir("engine-config-errors");
+  write_scale_model(repo, "good", {1});
+  // Fields that are in no Triton schema: misspelt names, at the top and nested.
+  write_scale_model(repo, "misspelt", {1}, "dynamic_batchin { max_queue_delay_microseconds: 100 }\n");
+  write_scale_model(
+      repo, "nested", {1},
+      "# after a Triton field glassbox skips\n"
+      "instance_group [ { count: 1 rate_limiter { resources [ { name: \"R\" count: 1 } ] } kindd: KIND_CPU } ]\n");
+  // Two schedulers (Triton's oneof scheduling_choice), one of them a field glassbox skips.
+  write_scale_model(repo, "two_schedulers", {1}, "dynamic_batching { }\nsequence_batching { }\n");
+  // A Triton field glassbox would skip, given a value of the wrong type.
+  write_scale_model(repo, "wrong_type", {1}, "optimization: 5\n");
+  // A wrong type in a field glassbox reads; an unknown enum value.
+  write_scale_model(repo, "wrong_scalar", {1}, "dynamic_batching { max_queue_delay_microseconds: \"soon\" }\n");
+  write_scale_model(repo, "bad_enum", {1}, "instance_group [ { kind: KIND_TPU } ]\n");
+  auto engine = engine_for(repo);
+  const auto index = engine->repository_index(false);
+
+  EXPECT_EQ(reason_of(index, "good", "READY"), "");
+  const auto has = [](const std::string& reason, const std::string& part) {
+    EXPECT_NE(reason.find(part), std::string::npos) << "'" << part << "' not in: " << reason;
+  };
+  const std::string misspelt = reason_of(index, "misspelt", "UNAVAILABLE");
+  has(misspelt,
+      "misspelt/config.pbtxt:6:17: Message type \"glassbox.triton.ModelConfig\" has no field named "
+      "\"dynamic_batchin\".");
+  has(misspelt, "(hint: did you mean \"dynamic_batching\"?)");
+  const std::string nested = reason_of(index, "nested", "UNAVAILABLE");
+  has(nested,
+      "nested/config.pbtxt:7:88: Message type \"glassbox.triton.ModelInstanceGroup\" has no field named "
+      "\"kindd\".");
+  has(reason_of(index, "two_schedulers", "UNAVAILABLE"),
+      "two_schedulers/config.pbtxt:7:1: Field \"sequence_batching\" is specified along with field "
+      "\"dynamic_batching\"");
+  has(nested, "did you mean \"kind\"?");
+  has(reason_of(index, "wrong_type", "UNAVAILABLE"),
+      "wrong_type/config.pbtxt:6:15: Triton's field \"optimization\" of ModelConfig is a message, found \"5\".");
+  has(reason_of(index, "wrong_scalar", "UNAVAILABLE"), "Expected integer, got: \"soon\"");
+  const std::string bad_enum = reason_of(index, "bad_enum", "UNAVAILABLE");
+  has(bad_enum, "Unknown enumeration value of \"KIND_TPU\"");
+  has(bad_enum, "did you mean KIND_GPU?");
+
+  // The others serve; the broken ones answer with their reason.
+  const InferOutcome ok = infer_sync(*engine, "good", 0, torch::tensor({{1.0f, 2.0f}}));
+  ASSERT_FALSE(ok.error) << ok.error->one_line();
+  const InferOutcome bad = infer_sync(*engine, "misspelt", 0, torch::tensor({{1.0f, 2.0f}}));
+  ASSERT_TRUE(bad.error);
+  EXPECT_EQ(bad.error->code(), ErrorCode::kFailedPrecondition);
+  has(bad.error->hint(), "did you mean \"dynamic_batching\"?");
+  EXPECT_FALSE(engine->ready());
+
+  const StartupReport startup = engine->startup_report();
+  EXPECT_EQ(startup.serving, (std::vector<std::string>{"good"}));
+  ASSERT_EQ(startup.failures.size(), 6u);
+  for (const LoadFailure& f : startup.failures) {
+    EXPECT_EQ(f.version, "") << f.model;
+    EXPECT_EQ(f.error.code(), ErrorCode::kDataLoss) << f.error.one_line();
+  }
+}
+
+TEST(Engine, TritonFieldsGlassboxDoesNotImplementAreSkippedWithAWarningUnlessStrict) {
+  const fs::path repo = glassbox::testing::temp_dir("engine-config-skipped");
+  write_scale_model(repo, "tuned", {1},
+                    "optimization { graph { level: 1 } input_pinned_memory { enable: true } }\n"
+                    "instance_group [ { count: 1 kind: KIND_CPU rate_limiter { priority: 2 } } ]\n"
+                    "metric_tags { key: \"team\" value: \"vision\" }\n");
+  auto engine = engine_for(repo);
+  const auto index = engine->repository_index(false);
+  EXPECT_EQ(reason_of(index, "tuned", "READY"),
+            "config.pbtxt skipped Triton fields glassbox does not implement: optimization (line 6), "
+            "instance_group[0].rate_limiter (line 7), metric_tags (line 8)");
+  EXPECT_EQ(engine->repository_index(true).at(0).reason, reason_of(index, "tuned", "READY"));
+  EXPECT_TRUE(engine->ready());
+  EXPECT_TRUE(engine->startup_report().failures.empty());
+  const InferOutcome ok = infer_sync(*engine, "tuned", 0, torch::tensor({{1.0f, 2.0f}}));
+  ASSERT_FALSE(ok.error) << ok.error->one_line();
+  EXPECT_TRUE(torch::equal(from_wire(ok.response.outputs.at(0)), torch::tensor({{1.0f, 2.0f}})));
+
+  EngineOptions strict;
+  strict.repository = repo;
+  strict.strict_config = true;
+  auto refusing = make_engine(strict);
+  const std::string why = reason_of(refusing->repository_index(false), "tuned", "UNAVAILABLE");
+  EXPECT_NE(why.find("config.pbtxt:6:14: Message type \"glassbox.triton.ModelConfig\" has no field named "
+                     "\"optimization\"."),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("is a Triton field glassbox does not support"), std::string::npos) << why;
+  ASSERT_EQ(refusing->startup_report().failures.size(), 1u);
+  EXPECT_TRUE(refusing->startup_report().serving.empty());
+}
+
+TEST(Engine, EveryTritonFieldGlassboxDoesNotImplementIsSkipped) {
+  // Each of Triton's fields that glassbox's message leaves out, as Triton's own configs write them.
+  const fs::path repo = glassbox::testing::temp_dir("engine-config-every-triton-field");
+  write_model(repo, "everything",
+              "name: \"everything\"\nplatform: \"pytorch_libtorch\"\nmax_batch_size: 8\n"
+              "input [ { name: \"INPUT__0\" data_type: TYPE_FP32 dims: [ 2 ] is_non_linear_format_io: false } ]\n"
+              "output [ { name: \"OUTPUT__0\" data_type: TYPE_FP32 dims: [ 2 ] is_non_linear_format_io: true } ]\n"
+              "optimization { cuda { graphs: true } input_pinned_memory { enable: true } }\n"
+              "sequence_batching { max_sequence_idle_microseconds: 5000000 oldest { max_candidate_sequences: 4 } }\n"
+              "batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: \"N\" data_type: TYPE_INT32 "
+              "source_input: \"INPUT__0\" } ]\n"
+              "batch_output [ { target_name: \"OUTPUT__0\" kind: BATCH_SCATTER_WITH_INPUT_SHAPE "
+              "source_input: \"INPUT__0\" } ]\n"
+              "cc_model_filenames { key: \"7.5\" value: \"model_t4.pt\" }\n"
+              "metric_tags { key: \"team\" value: \"vision\" }\n"
+              "model_operations { op_library_filename: \"libops.so\" }\n"
+              "model_repository_agents { agents [ { name: \"checksum\" } ] }\n"
+              "model_metrics { metric_control [ { metric_identifier { family: \"nv_inference_request_duration_us\" } "
+              "histogram_options { buckets: [ 1, 10 ] } } ] }\n"
+              "instance_group [ { count: 1 kind: KIND_CPU profile: [ \"p\" ] rate_limiter { resources [ { name: "
+              "\"R\" count: 1 } ] priority: 1 } secondary_devices [ { kind: KIND_NVDLA device_id: 0 } ] } ]\n",
+              kScaleSource, {{"scale", torch::ones({1})}});
+  write_model(repo, "ensemble",
+              "name: \"ensemble\"\nplatform: \"pytorch_libtorch\"\nmax_batch_size: 8\n"
+              "input [ { name: \"INPUT__0\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n"
+              "output [ { name: \"OUTPUT__0\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n"
+              "ensemble_scheduling { step [ { model_name: \"a\" model_version: -1 input_map { key: \"x\" value: "
+              "\"INPUT__0\" } } ] }\n",
+              kScaleSource, {{"scale", torch::ones({1})}});
+  auto engine = engine_for(repo);
+  const auto index = engine->repository_index(false);
+  EXPECT_EQ(
+      reason_of(index, "everything", "READY"),
+      "config.pbtxt skipped Triton fields glassbox does not implement: input[0].is_non_linear_format_io (line 4), "
+      "output[0].is_non_linear_format_io "
+      "(line 5), optimization (line 6), sequence_batching (line 7), batch_input (line 8), batch_output (line 9), "
+      "cc_model_filenames (line 10), metric_tags (line 11), model_operations (line 12), "
+      "model_repository_agents (line 13), model_metrics (line 14), instance_group[0].profile (line 15), "
+      "instance_group[0].rate_limiter (line 15), instance_group[0].secondary_devices (line 15)");
+  EXPECT_EQ(reason_of(index, "ensemble", "READY"),
+            "config.pbtxt skipped Triton fields glassbox does not implement: ensemble_scheduling (line 6)");
+  EXPECT_TRUE(engine->ready());
+}
+
+TEST(Engine, ConfigOverrideFollowsTheSameRules) {
+  const fs::path repo = glassbox::testing::temp_dir("engine-override-rules");
+  write_scale_model(repo, "m", {1});
+  auto engine = engine_for(repo, ModelControlMode::kExplicit, {"m"});
+  const std::string io = R"("input": [{"name": "INPUT__0", "data_type": "TYPE_FP32", "dims": [2]DIMZ}],
+      "output": [{"name": "OUTPUT__0", "data_type": "TYPE_FP32", "dims": [2]}])";
+  const auto config = [&io](const std::string& extra, const std::string& dimz = "") {
+    std::string text = io;
+    text.replace(text.find("DIMZ"), 4, dimz);
+    return R"({"platform": "pytorch_libtorch", "max_batch_size": 8, )" + text + extra + "}";
+  };
+  // A field in no Triton schema: refused with the closest name; the serving version stays.
+  const Error misspelt = error_of([&] { engine->load_model("m", config("", R"(, "dimz": [2])")); });
+  EXPECT_EQ(misspelt.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(misspelt.message(),
+            "model 'm': config override: input[0]: Message type \"glassbox.triton.ModelInput\" has no field named "
+            "\"dimz\".");
+  EXPECT_EQ(misspelt.hint(), "did you mean \"dims\"?");
+  EXPECT_TRUE(engine->model_ready("m", 1));
+  // A Triton field glassbox would skip, with a value of the wrong type.
+  const Error wrong = error_of([&] { engine->load_model("m", config(R"(, "optimization": 5)")); });
+  EXPECT_EQ(wrong.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(wrong.message(),
+            "model 'm': config override: Triton's field \"optimization\" of ModelConfig is a message, found number.");
+  // A wrong type in a field glassbox reads.
+  EXPECT_EQ(error_of([&] { engine->load_model("m", config(R"(, "max_batch_size": "eight")")); }).code(),
+            ErrorCode::kInvalidArgument);
+
+  // Triton's fields glassbox does not implement (proto or JSON names): skipped, named in the index.
+  engine->load_model("m", config(R"(, "optimization": {"graph": {"level": 1}},
+      "instance_group": [{"count": 1, "kind": "KIND_CPU", "rateLimiter": {"priority": 1}}])"));
+  EXPECT_EQ(reason_of(engine->repository_index(false), "m", "READY"),
+            "the config override skipped Triton fields glassbox does not implement: instance_group[0].rate_limiter, "
+            "optimization");
+}
+
+TEST(Engine, RepositoryThatIsMissingOrNotADirectoryIsRefusedNamingTheFix) {
+  const fs::path dir = glassbox::testing::temp_dir("engine-no-repo");
+  const Error missing = error_of([&] { engine_for(dir / "absent"); });
+  EXPECT_EQ(missing.code(), ErrorCode::kNotFound);
+  EXPECT_EQ(missing.message(), "model repository '" + (dir / "absent").string() + "' does not exist");
+  EXPECT_NE(missing.hint().find("NAME/config.pbtxt + NAME/1/model.pt"), std::string::npos) << missing.hint();
+  write_file_atomic(dir / "file", "not a directory");
+  const Error file = error_of([&] { engine_for(dir / "file"); });
+  EXPECT_EQ(file.code(), ErrorCode::kNotFound);
+  EXPECT_EQ(file.message(), "model repository '" + (dir / "file").string() + "' is not a directory");
+  // An empty repository is the caller's to judge: nothing loads, nothing fails.
+  fs::create_directories(dir / "empty");
+  const StartupReport empty = engine_for(dir / "empty")->startup_report();
+  EXPECT_TRUE(empty.models.empty());
+  EXPECT_TRUE(empty.failures.empty());
 }
 
 TEST(Engine, VersionPolicyAndRouting) {

@@ -103,6 +103,9 @@ class FakeEngine : public Engine {
     if (!ready_only) out.push_back({"broken", "", "UNAVAILABLE", "no config.pbtxt"});
     return out;
   }
+  StartupReport startup_report() const override {
+    return {{"broken", "mlp"}, {"mlp"}, {{"broken", "", Error(ErrorCode::kNotFound, "no config.pbtxt")}}};
+  }
   void load_model(const std::string& model, const std::string& config_json) override {
     std::lock_guard lock(mu_);
     loads.emplace_back(model, config_json);
