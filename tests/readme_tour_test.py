@@ -3,8 +3,9 @@
 
     readme_tour_test.py --glassbox build/glassbox/cli/glassbox --source .
 
-The commands are read from README.md's "A short tour" section (the `glassbox ...` spans), so the
-test follows the README when it changes. Only what would make CI slow is adapted, and the same way
+The commands are read from README.md's "A short tour" section (the `glassbox ...` spans), after
+the main job (`make run` is `glassbox quickstart`, whose run directory the tour uses), so the test
+follows the README when it changes. Only what would make CI slow is adapted, and the same way
 for every command: training runs are shortened with extra `--set` values (data.limit_train, one
 epoch), `--format a|b|c` is run once per format, benchmarks get their quick flags, `serve` is
 started, asked for readiness and stopped with SIGTERM, and the inputs a command names but the
@@ -55,7 +56,7 @@ def adapt(cmd: str) -> list[list[str]]:
     for v in variants:
         sub = v[0] if v else ""
         if sub == "quickstart":
-            v = v + ["--set", "trainer.max_epochs=1", "--set", "data.limit_train=5000"]
+            v = v + ["--set", "trainer.max_epochs=1", "--set", "data.limit_train=10000"]
         elif sub == "train" and "--resume" not in v:
             v = v + SHORT_TRAIN
         elif sub == "doctor":
@@ -125,7 +126,7 @@ def main(argv: list[str]) -> int:
             (work / d).symlink_to(source / d)
         make_inputs(work, source)
         env = dict(os.environ, GLASSBOX_LAB_DIR=str(source / "lab"))
-        for cmd in commands:
+        for cmd in ["glassbox quickstart"] + commands:
             for v in adapt(cmd):
                 if v[:1] in (["eval"], ["explain"]) and "--model" in v:
                     v[v.index("--model") + 1] = "runs/cnn/export/model.pt"

@@ -82,6 +82,9 @@ ExportOutcome run_export(const ExportJob& job) {
   const std::vector<std::string> known{"torchscript", "onnx", "repository", "weights", "all"};
   GB_CHECK(std::find(known.begin(), known.end(), job.format) != known.end(), InvalidArgument,
            "unknown export format '" << job.format << "'", "use torchscript, onnx, repository, weights or all");
+  GB_CHECK(!job.request.repository.raw_input || job.format == "repository" || job.format == "all", InvalidArgument,
+           "--platform glassbox applies to a model repository, not to --format " << job.format,
+           "use --format repository (or all)");
   LoadedModel m = job.config_given ? model_of_config(job) : load_checkpoint_for_inference(job.checkpoint, "cpu");
   if (job.request.trainable_only) {
     for (auto& p : m.model->module()->named_parameters()) p.value().set_requires_grad(true);

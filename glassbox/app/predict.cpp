@@ -1,12 +1,14 @@
 #include "glassbox/app/predict.h"
 
 #include <algorithm>
+#include <iostream>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
+#include "glassbox/base/progress.h"
 #include "glassbox/data/csv.h"
 #include "glassbox/data/npy.h"
 
@@ -134,11 +136,15 @@ PredictOutcome run_predict(const PredictRequest& r) {
   m.model->module()->eval();
   std::vector<at::Tensor> parts;
   const std::int64_t n = x.size(0);
+  ProgressBar bar(std::cerr, n > 4 * r.batch_size);  // a bar on a terminal, plain lines otherwise
+  bar.start("predicting", n);
   for (std::int64_t start = 0; start < n; start += r.batch_size) {
     const at::Tensor batch = preprocess(x.slice(0, start, std::min(n, start + r.batch_size)), pre);
     at::Tensor out = m.model->forward(batch.to(m.device)).to(torch::kCPU, torch::kDouble);
     parts.push_back(m.outputs_probabilities ? out : torch::softmax(out, 1));
+    bar.update(std::min(n, start + r.batch_size), "", 0.0);
   }
+  bar.finish(fmt::format("{} samples", n));
   const at::Tensor probs = n > 0 ? torch::cat(parts) : torch::zeros({0, m.info.num_classes}, torch::kDouble);
   const at::Tensor pred = probs.argmax(1);
 

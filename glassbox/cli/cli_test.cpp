@@ -161,6 +161,34 @@ TEST(Cli, TrainWritesRunDirectoryAndRefusesToOverwrite) {
   EXPECT_NE(out4.find("lies past the end"), std::string::npos) << out4;
 }
 
+// A real Ctrl-C: the step finishes, last.ckpt and summary.json are written, the resume command is
+// printed, the exit status is 130; the resume then completes the run.
+TEST(Cli, SigintSavesAndPrintsTheResumeCommand) {
+  const fs::path dir = testing::temp_dir("cli_sigint");
+  const fs::path run = dir / "run";
+  const std::string train = gb() + " train --run-dir " + run.string() +
+                            " --set data.limit_train=12000 --set data.val_size=1000 --set trainer.max_epochs=3"
+                            " --set data.loader.batch_size=16 --set trainer.log_every_n_steps=5"
+                            " --set trainer.enable_progress_bar=false --set trainer.enable_model_summary=false";
+  // Interrupt once the first rows are logged (the run is then inside its first epoch).
+  auto [rc, out] =
+      testing::run_command("( " + train + " & pid=$!; while [ ! -s " + (run / "metrics.jsonl").string() +
+                           " ]; do sleep 0.05; done; sleep 0.5; kill -INT $pid; wait $pid; echo \"rc=$?\" )");
+  EXPECT_NE(out.find("rc=130"), std::string::npos) << out;
+  EXPECT_NE(out.find("resume with: glassbox train --resume " + (run / "checkpoints" / "last.ckpt").string()),
+            std::string::npos)
+      << out;
+  const auto summary = nlohmann::json::parse(read_file(run / "summary.json"));
+  EXPECT_EQ(summary["stop"], "interrupted");
+  const auto state = nlohmann::json::parse(read_file(run / "checkpoints" / "last.ckpt" / "state.json"));
+  EXPECT_EQ(state["global_step"], summary["global_step"]);
+  auto [rc2, out2] = testing::run_command(gb() + " train --resume " + (run / "checkpoints" / "last.ckpt").string() +
+                                          " --set trainer.max_epochs=1");
+  EXPECT_EQ(rc2, 0) << out2;
+  EXPECT_NE(out2.find("resuming " + run.string()), std::string::npos) << out2;
+  EXPECT_NE(out2.find("changed trainer.max_epochs: 3 -> 1"), std::string::npos) << out2;
+}
+
 TEST(Cli, FastDevRunWritesNothing) {
   const fs::path dir = testing::temp_dir("cli_fdr");
   auto [rc, out] = testing::run_command(gb() + " train --run-dir " + (dir / "run").string() +

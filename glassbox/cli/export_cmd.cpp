@@ -25,6 +25,7 @@ struct ExportArgs {
   std::uint64_t max_queue_delay_us = 100;
   std::int32_t instances = 1;
   bool gpu = false;
+  std::string platform = "pytorch_libtorch";
   bool trainable_only = false;
   bool json = false;
 };
@@ -52,6 +53,10 @@ void add_export(CLI::App& app) {
                   "repository: dynamic_batching max_queue_delay_microseconds");
   cmd->add_option("--instances", a->instances, "repository: instance_group count")->check(CLI::PositiveNumber);
   cmd->add_flag("--gpu", a->gpu, "repository: instance_group kind KIND_GPU (default KIND_CPU)");
+  cmd->add_option("--platform", a->platform,
+                  "repository: pytorch_libtorch (preprocessed FP32 input, as Triton serves it) or glassbox (raw input: "
+                  "the server applies the contract's preprocessing and answers probabilities)")
+      ->check(CLI::IsMember({"pytorch_libtorch", "glassbox"}));
   cmd->add_flag("--trainable-only", a->trainable_only,
                 "weights: only the tensors that were trained (trainer.freeze left out)");
   cmd->add_flag("--json", a->json, "print what was written as JSON");
@@ -63,6 +68,7 @@ void add_export(CLI::App& app) {
       "  glassbox export --checkpoint runs/cnn/checkpoints/last.ckpt --format repository --out models --name "
       "fashion_cnn --version 2\n"
       "  glassbox export --checkpoint runs/ft/checkpoints/last.ckpt --format weights --trainable-only\n"
+      "  glassbox export --checkpoint runs/adult/checkpoints/last.ckpt --format repository --platform glassbox\n"
       "  glassbox export configs/cnn.toml --set model.init_from=runs/cnn/checkpoints/last.ckpt --format onnx");
   cmd->callback([a, cmd] {
     app::ExportJob job;
@@ -80,6 +86,7 @@ void add_export(CLI::App& app) {
     r.repository.max_queue_delay_microseconds = a->max_queue_delay_us;
     r.repository.instance_count = a->instances;
     r.repository.instance_kind = a->gpu ? exporter::InstanceKind::kGpu : exporter::InstanceKind::kCpu;
+    r.repository.raw_input = a->platform == "glassbox";
     const app::ExportOutcome outcome = app::run_export(job);
     if (a->json) {
       std::cout << outcome.to_json().dump(2) << "\n";

@@ -1,6 +1,7 @@
 #include "glassbox/export/model_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <charconv>
 #include <map>
@@ -590,13 +591,16 @@ triton::ModelConfig make_model_config(const std::string& name, const nn::ModelCo
   contract.validate();
   triton::ModelConfig c;
   c.set_name(name);
-  c.set_platform(kTorchScriptPlatform);
+  c.set_platform(options.raw_input ? "glassbox" : kTorchScriptPlatform);
+  // Raw pixels travel as bytes when the contract scales them from 0..255.
+  const bool bytes = options.raw_input && contract.layout == "NCHW" && std::abs(contract.scale * 255.0 - 1.0) < 1e-9;
+  const triton::DataType input_type = bytes ? triton::TYPE_UINT8 : triton::TYPE_FP32;
   c.mutable_version_policy()->mutable_latest()->set_num_versions(options.latest_versions);
   c.set_max_batch_size(options.max_batch_size);
 
   triton::ModelInput* in = c.add_input();
   in->set_name(kTorchScriptInput);
-  in->set_data_type(triton::TYPE_FP32);
+  in->set_data_type(input_type);
   if (contract.layout == "NCHW" && contract.input_shape.size() == 3) in->set_format(triton::ModelInput::FORMAT_NCHW);
   for (std::int64_t d : contract.input_shape) in->add_dims(d);
 
@@ -637,6 +641,7 @@ triton::ModelConfig make_model_config(const std::string& name, const nn::ModelCo
   param("mean", join_doubles(contract.mean));
   param("std", join_doubles(contract.std));
   param("output_kind", contract.output_kind);
+  if (options.raw_input) param("output", "probabilities");
 
   if (options.warmup) {
     triton::ModelWarmup* w = c.add_model_warmup();
@@ -644,7 +649,7 @@ triton::ModelConfig make_model_config(const std::string& name, const nn::ModelCo
     w->set_batch_size(1);
     w->set_count(1);
     triton::ModelWarmup::Input& wi = (*w->mutable_inputs())[kTorchScriptInput];
-    wi.set_data_type(triton::TYPE_FP32);
+    wi.set_data_type(input_type);
     for (std::int64_t d : contract.input_shape) wi.add_dims(d);
     wi.set_zero_data(true);
   }

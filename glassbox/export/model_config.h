@@ -54,6 +54,10 @@ struct ModelConfigOptions {
   std::vector<std::int32_t> gpus;     // kGpu only; empty: every GPU
   std::uint32_t latest_versions = 1;  // version_policy latest { num_versions }
   bool warmup = true;                 // a zero-filled batch of 1 at load (model_warmup)
+  // platform "glassbox": the input is raw data (TYPE_UINT8 for images scaled from 0..255, else
+  // TYPE_FP32) and the server applies the contract's preprocessing (scale, mean/std per channel or
+  // feature, channel order) before the model, and answers probabilities.
+  bool raw_input = false;
 
   // InvalidArgument naming the option: max_batch_size >= 0, preferred sizes in 1..max_batch_size,
   // instance_count >= 1, gpus only with kGpu and >= 0, latest_versions >= 1.

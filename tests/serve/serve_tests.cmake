@@ -2,7 +2,8 @@
 #   reference:   tritonclient.http (metadata, config, JSON + binary inference cross-checked against
 #                Python torch, statistics, repository control with an API key); perf_analyzer sweeps
 #   integration: 60+ bad requests over raw HTTP; Prometheus scraping /metrics + promtool;
-#                SIGTERM/SIGINT under load; startup with broken models (--exit-on-error, exit codes)
+#                SIGTERM/SIGINT under load; startup with broken models (--exit-on-error, exit codes);
+#                the raw-input platform "glassbox" of a tabular model against Python torch
 #   slow:        a 10-minute soak (RSS growth, no failed request)
 # Each script builds its own model repository (Python torch.jit.script) under WORKDIR and starts
 # `glassbox serve` on ephemeral ports. The tests share one RESOURCE_LOCK: each loads the 2-core
@@ -18,6 +19,7 @@ if(TARGET glassbox)
       "serve_prometheus prometheus_test integration 180"
       "serve_shutdown shutdown_test integration 240"
       "serve_startup startup_test integration 240"
+      "serve_raw_platform raw_platform_test integration 240"
       "serve_soak serve_soak slow 900")
   foreach(_t IN LISTS _gb_serve_tests)
     separate_arguments(_t)
