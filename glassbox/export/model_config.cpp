@@ -1,9 +1,9 @@
 #include "glassbox/export/model_config.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
