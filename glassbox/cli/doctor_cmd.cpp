@@ -1,11 +1,10 @@
-// glassbox doctor
+// glassbox doctor: flags -> app::run_doctor -> the findings (text or JSON) and the exit status.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
+#include "glassbox/app/doctor.h"
 #include "glassbox/cli/commands.h"
-#include "glassbox/inspect/doctor.h"
-#include "glassbox/train/run_config.h"
 
 namespace glassbox::cli {
 
@@ -40,12 +39,13 @@ void add_doctor(CLI::App& app) {
       "  glassbox doctor configs/quickstart.toml\n"
       "  glassbox doctor lab/label-offset/config.toml --json");
   cmd->callback([a] {
-    train::RunConfig cfg = train::load_run_config(a->config, a->sets);
-    inspect::DoctorOptions o;
-    o.run = !a->no_run;
-    o.max_steps = a->steps;
-    o.max_seconds = a->seconds;
-    const inspect::DoctorReport r = inspect::run_doctor(std::move(cfg), o, &std::cerr);
+    app::DoctorRequest d;
+    d.config_file = a->config;
+    d.overrides = a->sets;
+    d.options.run = !a->no_run;
+    d.options.max_steps = a->steps;
+    d.options.max_seconds = a->seconds;
+    const inspect::DoctorReport r = app::run_doctor(d, &std::cerr);
     if (a->json) {
       std::cout << r.to_json().dump(2) << "\n";
     } else {

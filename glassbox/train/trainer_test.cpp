@@ -1,5 +1,7 @@
 #include "glassbox/train/trainer.h"
 
+#include <sstream>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -325,6 +327,37 @@ TEST(Trainer, EarlyStoppingCountsValidationChecksAndRecordsReason) {
       trainer.stop_reason().find("early stopping: val_loss did not improve by more than 0 for 3 validation checks"),
       std::string::npos)
       << trainer.stop_reason();
+}
+
+// After an early stop mid-epoch the bar ends where the run stopped, with the reason (it said
+// "N/N", a whole epoch, before); a non-finite loss reads as such, not "-nan".
+TEST(ProgressBar, EndsWhereAnEarlyStopLeftTheEpochAndNamesTheReason) {
+  ToyData data;
+  auto task = make_task(1);
+  TrainerOptions t = quiet(50);
+  t.val_check_interval = 0.5;
+  OptimizerOptions frozen = adamw();
+  frozen.lr = 0.0;
+  frozen.weight_decay = 0.0;
+  Trainer trainer(t, frozen, SchedulerOptions{});
+  EarlyStoppingOptions es;
+  es.enabled = true;
+  es.patience = 3;
+  trainer.add_callback(std::make_unique<EarlyStopping>(es));
+  std::ostringstream out;
+  auto bar = std::make_unique<ProgressBarCallback>(out);
+  bar->bar().set_terminal(false);
+  trainer.add_callback(std::move(bar));
+  trainer.fit(*task, data);
+  ASSERT_EQ(trainer.stop_kind(), StopKind::kEarlyStopping);
+  const std::int64_t n = trainer.num_training_batches();
+  const std::string last = out.str().substr(out.str().rfind("epoch 2/50"));
+  EXPECT_NE(last.find("epoch 2/50 " + std::to_string(trainer.batch_in_epoch()) + "/" + std::to_string(n)),
+            std::string::npos)
+      << out.str();
+  EXPECT_LT(trainer.batch_in_epoch(), n);
+  EXPECT_NE(last.find("(stopped: early stopping: val_loss did not improve"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("nan"), std::string::npos) << out.str();
 }
 
 TEST(Trainer, Bf16AutocastOnCpuTrains) {
