@@ -462,12 +462,16 @@ std::string zlib_deflate(const std::string& in, int window_bits) {
   return out;
 }
 
+// The status a failure answers with: an HttpError's own (framing), else its code's mapping.
 int http_error_status(const std::function<void()>& f, std::string* message) {
   try {
     f();
   } catch (const HttpError& e) {
     *message = e.message();
     return e.status();
+  } catch (const Error& e) {
+    *message = e.message();
+    return http_status(e.code());
   }
   return 0;
 }

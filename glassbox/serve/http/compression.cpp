@@ -26,7 +26,7 @@ bool inflate_all(std::string_view in, int window_bits, std::size_t max_bytes, co
                  std::string& error) {
   z_stream zs{};
   if (inflateInit2(&zs, window_bits) != Z_OK) {
-    throw HttpError(500, "zlib could not start inflating the " + name + " request body");
+    throw Error(ErrorCode::kInternal, "zlib could not start inflating the " + name + " request body");
   }
   struct End {
     z_stream* zs;
@@ -91,8 +91,8 @@ std::shared_ptr<const std::string> decode_content(std::shared_ptr<const std::str
   if (coding.empty() || coding == "identity") return body;
   const bool is_gzip = coding == "gzip" || coding == "x-gzip";
   if (!is_gzip && coding != "deflate") {
-    throw HttpError(501, "unsupported Content-Encoding '" + std::string(encoding) + "'",
-                    std::string("send the body uncompressed, or with gzip or deflate"));
+    throw Error(ErrorCode::kUnimplemented, "unsupported Content-Encoding '" + std::string(encoding) + "'",
+                "send the body uncompressed, or with gzip or deflate");
   }
   const std::string_view in = body ? std::string_view(*body) : std::string_view();
   auto out = std::make_shared<std::string>();
@@ -104,8 +104,8 @@ std::shared_ptr<const std::string> decode_content(std::shared_ptr<const std::str
     ok = inflate_all(in, -15, max_bytes, coding, *out, raw_error);
   }
   if (!ok) {
-    throw HttpError(400, "cannot decompress the " + coding + " request body: " + error,
-                    std::string("send a body compressed as its Content-Encoding says"));
+    throw Error(ErrorCode::kInvalidArgument, "cannot decompress the " + coding + " request body: " + error,
+                "send a body compressed as its Content-Encoding says");
   }
   return out;
 }
@@ -130,7 +130,7 @@ bool accepts_gzip(std::string_view header) {
 std::string gzip(std::string_view data) {
   z_stream zs{};
   if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    throw HttpError(500, "zlib could not start compressing a response");
+    throw Error(ErrorCode::kInternal, "zlib could not start compressing a response");
   }
   std::string out(deflateBound(&zs, static_cast<uLong>(data.size())), '\0');
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
@@ -140,7 +140,7 @@ std::string gzip(std::string_view data) {
   const int rc = deflate(&zs, Z_FINISH);
   out.resize(zs.total_out);
   deflateEnd(&zs);
-  if (rc != Z_STREAM_END) throw HttpError(500, "zlib could not compress a response");
+  if (rc != Z_STREAM_END) throw Error(ErrorCode::kInternal, "zlib could not compress a response");
   return out;
 }
 

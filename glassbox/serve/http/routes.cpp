@@ -294,9 +294,9 @@ void Router::handle(const HttpRequest& req, Reply reply) const {
   const bool health = route.kind == Kind::kLive || route.kind == Kind::kReady;
   if (!options_.api_key.empty() && (control || (options_.protect_inference && !health)) && !authorized(req)) {
     const bool sent = !req.authorization.empty() || !req.x_api_key.empty();
-    return reply(
-        json_error(403, std::string(sent ? "invalid API key" : "this endpoint requires an API key") +
-                            " (hint: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY' with the server's key)"));
+    return reply(error_response(Error(ErrorCode::kPermissionDenied,
+                                      sent ? "invalid API key" : "this endpoint requires an API key",
+                                      "send 'Authorization: Bearer KEY' or 'X-API-Key: KEY' with the server's key")));
   }
 
   try {

@@ -60,7 +60,9 @@ struct HttpResponse {
 };
 using Reply = std::function<void(HttpResponse)>;
 
-// An error with an HTTP status that no ErrorCode maps to (413, 431, 501).
+// An HTTP framing error with a status that belongs to the protocol, not to a kind of failure
+// (413 body too large, 431 headers too large); every semantic error is a glassbox::Error whose code
+// http_status_for maps.
 class HttpError : public Error {
  public:
   HttpError(int status, std::string message, std::string hint = {})
@@ -71,8 +73,7 @@ class HttpError : public Error {
   int status_;
 };
 
-// InvalidArgument/FailedPrecondition 400, NotFound 404, AlreadyExists 409,
-// ResourceExhausted/Unavailable 503, everything else 500.
+// glassbox::http_status_for (base/error.h): the one mapping of codes to statuses.
 int http_status(ErrorCode code);
 // {"error": "<one line>"} with the status of the error (HttpError's own, or http_status).
 HttpResponse error_response(const Error& error);
