@@ -21,6 +21,24 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// What index.json says of one explained sample; `probs`: its class probabilities [K] float64.
+nlohmann::json item_json(std::int64_t index, std::int64_t file_index, std::int64_t label, std::int64_t target,
+                         const at::Tensor& probs, const std::vector<std::string>& names) {
+  const std::int64_t predicted = probs.argmax().item<std::int64_t>();
+  const auto name = [&](std::int64_t c) { return names[static_cast<std::size_t>(c)]; };
+  return {{"index", index},
+          {"file_index", file_index},
+          {"label", label},
+          {"label_name", name(label)},
+          {"predicted", predicted},
+          {"predicted_name", name(predicted)},
+          {"target_class", target},
+          {"target_name", name(target)},
+          {"probability", probs[predicted].item<double>()},
+          {"target_probability", probs[target].item<double>()},
+          {"correct", label == predicted}};
+}
+
 // Attributions per input feature (samples that are not images: tabular models): Integrated
 // Gradients (default) or saliency, as captum computes them, with the mean |attribution| of each
 // feature over the explained samples as the bars of a chart.
@@ -55,7 +73,6 @@ nlohmann::json explain_features(LoadedModel& m, const ExplainRequest& r, const d
   for (std::size_t j = 0; j < chosen.size(); ++j) {
     const auto row = static_cast<std::int64_t>(j);
     const std::int64_t label = b.targets[row].item<std::int64_t>();
-    const std::int64_t predicted = probs[row].argmax().item<std::int64_t>();
     const std::int64_t t = a.targets[j];
     // The sample's strongest features, signed (positive: raised the explained class's score).
     const at::Tensor order = attr[row].abs().argsort(0, /*descending=*/true);
@@ -64,18 +81,8 @@ nlohmann::json explain_features(LoadedModel& m, const ExplainRequest& r, const d
       const std::int64_t f = order[q].item<std::int64_t>();
       top.push_back({{"feature", features[static_cast<std::size_t>(f)]}, {"attribution", attr[row][f].item<double>()}});
     }
-    nlohmann::json item = {{"index", chosen[j]},
-                           {"file_index", file_index[row].item<std::int64_t>()},
-                           {"label", label},
-                           {"label_name", names[static_cast<std::size_t>(label)]},
-                           {"predicted", predicted},
-                           {"predicted_name", names[static_cast<std::size_t>(predicted)]},
-                           {"target_class", t},
-                           {"target_name", names[static_cast<std::size_t>(t)]},
-                           {"probability", probs[row][predicted].item<double>()},
-                           {"target_probability", probs[row][t].item<double>()},
-                           {"correct", label == predicted},
-                           {"top_features", top}};
+    nlohmann::json item = item_json(chosen[j], file_index[row].item<std::int64_t>(), label, t, probs[row], names);
+    item["top_features"] = top;
     if (a.delta.defined()) item["convergence_delta"] = a.delta[row].item<double>();
     items.push_back(item);
   }
@@ -197,25 +204,16 @@ nlohmann::json explain_checkpoint(const ExplainRequest& r) {
     for (std::size_t j = 0; j < part.size(); ++j) {
       const std::int64_t idx = part[j];
       const std::int64_t label = b.targets[static_cast<std::int64_t>(j)].item<std::int64_t>();
-      const std::int64_t predicted = probs[static_cast<std::int64_t>(j)].argmax().item<std::int64_t>();
       const std::string heat_name = fmt::format("sample-{}-heatmap.png", idx),
                         over_name = fmt::format("sample-{}-overlay.png", idx);
       explain::write_rgb_png(dir / heat_name, heat[static_cast<std::int64_t>(j)]);
       explain::write_rgb_png(dir / over_name, overlay[static_cast<std::int64_t>(j)]);
       const std::int64_t t = cam.targets[j];
-      items.push_back({{"index", idx},
-                       {"file_index", file_index[static_cast<std::int64_t>(start + j)].item<std::int64_t>()},
-                       {"label", label},
-                       {"label_name", names[static_cast<std::size_t>(label)]},
-                       {"predicted", predicted},
-                       {"predicted_name", names[static_cast<std::size_t>(predicted)]},
-                       {"target_class", t},
-                       {"target_name", names[static_cast<std::size_t>(t)]},
-                       {"probability", probs[static_cast<std::int64_t>(j)][predicted].item<double>()},
-                       {"target_probability", probs[static_cast<std::int64_t>(j)][t].item<double>()},
-                       {"correct", label == predicted},
-                       {"heatmap", heat_name},
-                       {"overlay", over_name}});
+      nlohmann::json item = item_json(idx, file_index[static_cast<std::int64_t>(start + j)].item<std::int64_t>(), label,
+                                      t, probs[static_cast<std::int64_t>(j)], names);
+      item["heatmap"] = heat_name;
+      item["overlay"] = over_name;
+      items.push_back(item);
     }
   }
   data::write_npy(dir / "maps.npy", torch::cat(all_maps));
