@@ -1,5 +1,5 @@
 // A Triton-style model repository: the layout `tritonserver --model-repository DIR` loads (and
-// glassbox's own server, with the serving issue).
+// glassbox's own server, `glassbox serve`).
 //
 //   DIR/NAME/config.pbtxt     the model configuration (glassbox/export/model_config.h)
 //   DIR/NAME/labels.txt       class names, one per line in index order (output label_filename)
