@@ -1,3 +1,4 @@
+// Tested by app_test (DoctorWorkflow, workflows_test.cpp) and cli_test (Lab.*, through `glassbox doctor`).
 #include "glassbox/app/doctor.h"
 
 #include "glassbox/train/run_config.h"

@@ -1,3 +1,5 @@
+// Tested by app_test (PortableCheckpoint: feature attributions) and cli_test (Explain.*, ImportedModel.*,
+// Quickstart.*).
 #include "glassbox/app/explain.h"
 
 #include <algorithm>

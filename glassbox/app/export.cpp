@@ -1,3 +1,4 @@
+// Tested by app_test (ExportWorkflow, workflows_test.cpp), cli_test (Export.*) and serve_raw_platform.
 #include "glassbox/app/export.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Tested by app_test (LabWorkflow, workflows_test.cpp) and cli_test (Lab.*) and the readme_tour test.
 #include "glassbox/app/lab.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Tested by app_test (PortableCheckpoint.*: NPY and CSV inputs) and the readme_tour test.
 #include "glassbox/app/predict.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Tested by cli_test (Quickstart.EndsWithEvaluationExplanationsDoctorAndReport) and the readme_tour test.
 #include "glassbox/app/quickstart.h"
 
 #include <ostream>

@@ -1,3 +1,5 @@
+// Tested by app_test (RunTraining.AnInterruptMidEpochSavesAndTheResumeIsBitIdentical: the flag) and
+// cli_test (Cli.SigintSavesAndPrintsTheResumeCommand: a real SIGINT, exit 130).
 #include "glassbox/base/interrupt.h"
 
 #include <signal.h>

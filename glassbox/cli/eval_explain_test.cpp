@@ -159,7 +159,7 @@ TEST(Explain, WritesHeatMapsOfWrongAndRightPredictions) {
   EXPECT_NE(out3.find("sample 10000 is outside the test split (0..9999)"), std::string::npos) << out3;
 }
 
-// Acceptance (issue 5, point 2): a TorchScript model created in Python — torchvision's resnet18
+// A TorchScript model created in Python — torchvision's resnet18
 // for 28x28 gray images, random backbone, scripted and saved with torch.jit.save, with its
 // model.json — is evaluated and explained by glassbox. Python torch's own predictions on every
 // test image and pytorch-grad-cam's maps are the reference.

@@ -46,7 +46,7 @@ struct LoaderOptions {
 // the batch arrives with batch_index set, and pinning (pin_memory) happens after the transform.
 using BatchTransform = std::function<Batch(Batch, std::uint64_t seed)>;
 
-// The seeds the loader uses: splitmix64 mixing (a bijection on 64 bits), the seed of epoch
+// The seed values the loader derives: splitmix64 mixing (a bijection on 64 bits), the seed of epoch
 // `epoch`'s permutation (splitmix64(seed * 1000003 + epoch)), and the seed handed to the
 // BatchTransform for batch `batch_index` of `epoch`.
 std::uint64_t splitmix64(std::uint64_t x);

@@ -1,4 +1,5 @@
 // Tests of the datasets and of load_splits (synthetic folders and the real Fashion-MNIST).
+// Over 600 lines: one table of cases per source format and per data option, kept together.
 #include "glassbox/data/source.h"
 
 #include <cmath>

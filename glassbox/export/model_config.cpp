@@ -1,3 +1,5 @@
+// Over 600 lines: Triton's config.pbtxt in one place — parse (strict and lenient, with the list of
+// Triton fields glassbox skips), print, make and validate share the descriptor walks and messages.
 #include "glassbox/export/model_config.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Tested by train_test (the Trainer's trainer.freeze tests) and cli_test
+// (Export.TrainableOnlyWeightsLeaveTheFrozenLayersOut).
 #include "glassbox/train/freeze.h"
 
 #include <fnmatch.h>

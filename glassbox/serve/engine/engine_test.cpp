@@ -1,3 +1,4 @@
+// Over 600 lines: the engine's whole repository life cycle, on shared test repositories.
 // The engine over a model repository: loading (mode none and explicit), unavailable models with
 // their reasons, configs that do not parse and Triton fields that are skipped, the startup report,
 // version policy and routing, unknown model/version errors, metadata, config JSON,
