@@ -154,7 +154,7 @@ class TomlReader final : public FieldVisitor {
       }
     }
   }
-  void choice(std::string_view name, std::string& value, std::initializer_list<std::string_view> allowed,
+  void choice(std::string_view name, std::string& value, const std::vector<std::string_view>& allowed,
               std::string_view doc) override {
     std::string v = value;
     field(name, v, doc);
@@ -259,7 +259,7 @@ class TomlWriter final : public FieldVisitor {
   void field(std::string_view name, std::vector<std::string>& value, std::string_view) override {
     put_array(name, value);
   }
-  void choice(std::string_view name, std::string& value, std::initializer_list<std::string_view>,
+  void choice(std::string_view name, std::string& value, const std::vector<std::string_view>&,
               std::string_view) override {
     table_.insert_or_assign(name, value);
   }
@@ -296,7 +296,7 @@ class JsonWriter final : public FieldVisitor {
   void field(std::string_view name, std::vector<std::string>& value, std::string_view) override {
     j_[std::string(name)] = value;
   }
-  void choice(std::string_view name, std::string& value, std::initializer_list<std::string_view>,
+  void choice(std::string_view name, std::string& value, const std::vector<std::string_view>&,
               std::string_view) override {
     j_[std::string(name)] = value;
   }

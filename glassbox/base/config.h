@@ -2,12 +2,16 @@
 // list serves TOML config files, `--set key=value` overrides, config.toml in the run directory,
 // JSON in checkpoints, and "did you mean" hints for unknown keys.
 //
+//   enum class Activation { kRelu, kGelu };
+//   constexpr NameTable<Activation, 2> enum_names(Activation) {  // found by argument-dependent lookup
+//     return {{{Activation::kRelu, "relu"}, {Activation::kGelu, "gelu"}}};
+//   }
 //   struct MlpOptions {
 //     std::vector<std::int64_t> hidden{256, 128};
-//     std::string activation = "relu";
+//     Activation activation = Activation::kRelu;
 //     void visit(FieldVisitor& v) {
 //       v.field("hidden", hidden, "hidden layer sizes");
-//       v.choice("activation", activation, {"relu", "gelu"}, "activation function");
+//       v.choice("activation", activation, "activation function");  // "relu" | "gelu" in files
 //     }
 //   };
 //   load_config(toml_text, "quickstart.toml", {"model.mlp.hidden=[512]"}, visit_fn(cfg));
@@ -17,9 +21,10 @@
 // Thread safety: none needed; functions operate on the caller's objects.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,11 +44,69 @@ class FieldVisitor {
   virtual void field(std::string_view name, std::vector<double>& value, std::string_view doc) = 0;
   virtual void field(std::string_view name, std::vector<std::string>& value, std::string_view doc) = 0;
   // A string restricted to `allowed`.
-  virtual void choice(std::string_view name, std::string& value, std::initializer_list<std::string_view> allowed,
+  virtual void choice(std::string_view name, std::string& value, const std::vector<std::string_view>& allowed,
                       std::string_view doc) = 0;
+  // An enum whose names come from its `enum_names` table (see the example at the top).
+  template <class E>
+  void choice(std::string_view name, E& value, std::string_view doc);
   // A nested table.
   virtual void section(std::string_view name, const std::function<void(FieldVisitor&)>& body) = 0;
 };
+
+// One row of an enum's name table.
+template <class E>
+struct EnumName {
+  E value;
+  std::string_view name;
+};
+template <class E, std::size_t N>
+using NameTable = std::array<EnumName<E>, N>;
+
+// The name of an enum value in its table ("?" for a value outside it, which the tables rule out).
+template <class E>
+constexpr std::string_view name_of(E value) {
+  for (const auto& row : enum_names(E{})) {
+    if (row.value == value) return row.name;
+  }
+  return "?";
+}
+
+// Every name of an enum, in table order.
+template <class E>
+std::vector<std::string_view> names_of() {
+  std::vector<std::string_view> out;
+  for (const auto& row : enum_names(E{})) out.push_back(row.name);
+  return out;
+}
+
+// The value named `name`; false when no row has that name.
+template <class E>
+constexpr bool parse_name(std::string_view name, E& value) {
+  for (const auto& row : enum_names(E{})) {
+    if (row.name == name) {
+      value = row.value;
+      return true;
+    }
+  }
+  return false;
+}
+
+// True when a table lists each of the values 0 .. N-1 once, in order: tables are checked with
+// static_assert(is_complete_table(enum_names(E{}))) beside each enum.
+template <class E, std::size_t N>
+constexpr bool is_complete_table(const NameTable<E, N>& table) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (static_cast<std::size_t>(table[i].value) != i) return false;
+  }
+  return true;
+}
+
+template <class E>
+void FieldVisitor::choice(std::string_view name, E& value, std::string_view doc) {
+  std::string text(name_of(value));
+  choice(name, text, names_of<E>(), doc);
+  parse_name(text, value);  // choice() accepted only names from the table
+}
 
 using VisitFn = std::function<void(FieldVisitor&)>;
 

@@ -8,12 +8,17 @@
 namespace glassbox {
 namespace {
 
+enum class Act { kRelu, kGelu, kTanh };
+constexpr NameTable<Act, 3> enum_names(Act) { return {{{Act::kRelu, "relu"}, {Act::kGelu, "gelu"}, {Act::kTanh, "tanh"}}}; }
+static_assert(is_complete_table(enum_names(Act{})));
+static_assert(name_of(Act::kTanh) == "tanh");
+
 struct Inner {
   std::vector<std::int64_t> hidden{256, 128};
-  std::string activation = "relu";
+  Act activation = Act::kRelu;
   void visit(FieldVisitor& v) {
     v.field("hidden", hidden, "hidden sizes");
-    v.choice("activation", activation, {"relu", "gelu", "tanh"}, "activation");
+    v.choice("activation", activation, "activation");
   }
 };
 
@@ -48,7 +53,7 @@ TEST(Config, LoadsValuesAndOverrides) {
   EXPECT_EQ(o.max_epochs, 3);
   EXPECT_DOUBLE_EQ(o.lr, 1.0);  // integers are accepted for floats
   EXPECT_EQ(o.inner.hidden, std::vector<std::int64_t>{64});
-  EXPECT_EQ(o.inner.activation, "gelu");
+  EXPECT_EQ(o.inner.activation, Act::kGelu);
   EXPECT_TRUE(o.deterministic);
   EXPECT_EQ(o.name, "hello");
 }
@@ -70,7 +75,7 @@ TEST(Config, WrongTypeNamesKeyAndTypes) {
   const std::string msg2 = message_of([&] { load_config("", "t.toml", {"inner.activation=relux"}, visit_fn(o)); });
   EXPECT_NE(msg2.find("is not one of: relu, gelu, tanh"), std::string::npos) << msg2;
   EXPECT_NE(msg2.find("did you mean \"relu\"?"), std::string::npos) << msg2;
-  EXPECT_EQ(o.inner.activation, "relu");
+  EXPECT_EQ(o.inner.activation, Act::kRelu);
 }
 
 TEST(Config, SyntaxErrorGivesPosition) {
@@ -84,13 +89,13 @@ TEST(Config, TomlAndJsonRoundTrip) {
   a.max_epochs = 7;
   a.lr = 0.25;
   a.inner.hidden = {1, 2, 3};
-  a.inner.activation = "tanh";
+  a.inner.activation = Act::kTanh;
   Outer b;
   load_config(to_toml(visit_fn(a)), "roundtrip", {}, visit_fn(b));
   EXPECT_EQ(b.max_epochs, 7);
   EXPECT_DOUBLE_EQ(b.lr, 0.25);
   EXPECT_EQ(b.inner.hidden, a.inner.hidden);
-  EXPECT_EQ(b.inner.activation, "tanh");
+  EXPECT_EQ(b.inner.activation, Act::kTanh);
   Outer c;
   from_json(to_json(visit_fn(a)), "json", visit_fn(c));
   EXPECT_EQ(c.inner.hidden, a.inner.hidden);

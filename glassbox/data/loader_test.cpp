@@ -358,7 +358,7 @@ class NameVisitor final : public FieldVisitor {
   void field(std::string_view n, std::vector<std::int64_t>&, std::string_view) override { names.emplace_back(n); }
   void field(std::string_view n, std::vector<double>&, std::string_view) override { names.emplace_back(n); }
   void field(std::string_view n, std::vector<std::string>&, std::string_view) override { names.emplace_back(n); }
-  void choice(std::string_view n, std::string&, std::initializer_list<std::string_view>, std::string_view) override {
+  void choice(std::string_view n, std::string&, const std::vector<std::string_view>&, std::string_view) override {
     names.emplace_back(n);
   }
   void section(std::string_view n, const std::function<void(FieldVisitor&)>&) override { names.emplace_back(n); }
