@@ -91,16 +91,16 @@ BenchModel zoo_model(const std::string& name, const ServeBenchOptions& o, const 
              "the quickstart config's model is '" << mo.name << "', not the MLP this benchmark expects",
              std::string("bench it with --repository DIR --model NAME instead"));
     shape = {{1, 28, 28}, 10};
-    contract.channel_order = "gray";
+    contract.channel_order = nn::ChannelOrder::kGray;
     contract.scale = 1.0 / 255.0;
     std::string hidden;
     for (auto h : mo.mlp.hidden) hidden += std::to_string(h) + "-";
-    description = fmt::format("quickstart MLP 784-{}10 ({}), 1x28x28", hidden, mo.mlp.norm);
+    description = fmt::format("quickstart MLP 784-{}10 ({}), 1x28x28", hidden, name_of(mo.mlp.norm));
   } else {
     mo.name = "resnet18";
-    mo.resnet18.stem = "imagenet";
+    mo.resnet18.stem = nn::ResNetStem::kImagenet;
     shape = {o.resnet_input, 1000};
-    contract.channel_order = o.resnet_input[0] == 3 ? "RGB" : "none";
+    contract.channel_order = o.resnet_input[0] == 3 ? nn::ChannelOrder::kRGB : nn::ChannelOrder::kNone;
     description = fmt::format("ResNet-18 (torchvision stem, 1000 classes), {}x{}x{}", o.resnet_input[0],
                               o.resnet_input[1], o.resnet_input[2]);
   }
@@ -109,7 +109,7 @@ BenchModel zoo_model(const std::string& name, const ServeBenchOptions& o, const 
   contract.name = name;
   contract.architecture = name;
   contract.input_shape = shape.input_shape;
-  contract.layout = "NCHW";
+  contract.layout = nn::InputLayout::kNCHW;
   contract.num_classes = shape.num_classes;
   exporter::ExportRequest r;
   r.format = "repository";

@@ -52,14 +52,14 @@ nn::ModelOptions mlp_options() {
   nn::ModelOptions m;
   m.name = "mlp";
   m.mlp.hidden = {512, 256};
-  m.mlp.norm = "batchnorm";
+  m.mlp.norm = nn::MlpNorm::kBatchNorm;
   m.mlp.dropout = 0.2;
   return m;
 }
 
 train::OptimizerOptions adamw() {
   train::OptimizerOptions o;
-  o.name = "adamw";
+  o.name = train::OptimizerKind::kAdamW;
   o.lr = 1e-3;
   o.weight_decay = 0.01;
   return o;

@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     gb::train::TrainerOptions t;
     t.max_epochs = epochs;
     gb::train::OptimizerOptions opt;
-    opt.name = "adam";
+    opt.name = glassbox::train::OptimizerKind::kAdam;
     opt.lr = 2e-3;
     gb::train::Trainer trainer(t, opt, gb::train::SchedulerOptions{}, run_dir);
     trainer.add_callback(std::make_unique<gb::train::ProgressBarCallback>(std::cout));

@@ -133,18 +133,18 @@ std::vector<std::string> read_data_column(const train::DataModuleOptions& d, boo
                            : "did you mean '" + near + "'?"));
     return -1;
   };
-  if (o.format == "csv") {
+  if (o.format == data::DataFormat::kCsv) {
     const data::CsvTable t = data::read_csv(at_root(test_file ? o.test_csv : o.train_csv), o.label_column);
     return tensor_values(t.features.select(1, index_of(t.feature_names)));
   }
-  if (o.format == "npy") {
+  if (o.format == data::DataFormat::kNpy) {
     const at::Tensor x = data::read_npy(at_root(test_file ? o.test_x : o.train_x));
     const at::Tensor flat = x.reshape({x.size(0), -1});
     std::vector<std::string> names;
     for (std::int64_t i = 0; i < flat.size(1); ++i) names.push_back(std::to_string(i));
     return tensor_values(flat.select(1, index_of(names)));
   }
-  GB_CHECK(false, InvalidArgument, "--group-column needs a CSV or NPY data set; this run reads " << o.format,
+  GB_CHECK(false, InvalidArgument, "--group-column needs a CSV or NPY data set; this run reads " << name_of(o.format),
            "give the groups in a separate file with --groups FILE");
   return {};
 }

@@ -3,6 +3,7 @@
 #include "glassbox/app/explain.h"
 
 #include <algorithm>
+#include <iostream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,6 +11,7 @@
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
+#include "glassbox/base/progress.h"
 #include "glassbox/data/dataset.h"
 #include "glassbox/data/npy.h"
 #include "glassbox/explain/attribution.h"
@@ -64,9 +66,29 @@ nlohmann::json explain_features(LoadedModel& m, const ExplainRequest& r, const d
   }
   const data::Batch b = ds.get_batch(torch::tensor(chosen, torch::kLong));
   const at::Tensor x = b.inputs.to(m.device, torch::kFloat);
-  const std::vector<std::int64_t> targets(chosen.size(), target);
-  const explain::Attribution a = method == "saliency" ? explain::saliency(*m.model, x, targets)
-                                                      : explain::integrated_gradients(*m.model, x, targets);
+  // In chunks, so a long run shows progress (integrated gradients costs 50 forward and backward
+  // passes per sample); each sample's attribution depends on that sample alone.
+  const std::int64_t total = x.size(0), chunk = 64;
+  ProgressBar bar(std::cerr, total > chunk);
+  bar.start(method == "saliency" ? "saliency" : "integrated gradients", total);
+  explain::Attribution a;
+  std::vector<at::Tensor> attributions, deltas, outputs;
+  for (std::int64_t start = 0; start < total; start += chunk) {
+    const std::int64_t end = std::min(total, start + chunk);
+    const std::vector<std::int64_t> targets(static_cast<std::size_t>(end - start), target);
+    const at::Tensor part = x.slice(0, start, end);
+    const explain::Attribution p = method == "saliency" ? explain::saliency(*m.model, part, targets)
+                                                        : explain::integrated_gradients(*m.model, part, targets);
+    attributions.push_back(p.attributions);
+    outputs.push_back(p.outputs);
+    if (p.delta.defined()) deltas.push_back(p.delta);
+    a.targets.insert(a.targets.end(), p.targets.begin(), p.targets.end());
+    bar.update(end, "", 0.0);
+  }
+  bar.finish(fmt::format("{} samples", total));
+  a.attributions = torch::cat(attributions);
+  a.outputs = torch::cat(outputs);
+  if (!deltas.empty()) a.delta = torch::cat(deltas);
   const at::Tensor attr = a.attributions.to(torch::kCPU, torch::kFloat).reshape({x.size(0), -1});
   const at::Tensor probs = m.outputs_probabilities ? a.outputs.to(torch::kCPU, torch::kDouble)
                                                    : torch::softmax(a.outputs.to(torch::kCPU, torch::kDouble), 1);
@@ -188,6 +210,9 @@ nlohmann::json explain_checkpoint(const ExplainRequest& r) {
   std::string layer_used;
   std::vector<at::Tensor> all_maps;
   const at::Tensor file_index = data::root_indices(*ds, torch::tensor(chosen, torch::kLong));
+  const auto total = static_cast<std::int64_t>(chosen.size());
+  ProgressBar bar(std::cerr, total > 16);
+  bar.start(explain::cam_method_name(co.method), total);
   for (std::size_t start = 0; start < chosen.size(); start += 16) {
     const std::vector<std::int64_t> part(
         chosen.begin() + static_cast<std::ptrdiff_t>(start),
@@ -217,7 +242,9 @@ nlohmann::json explain_checkpoint(const ExplainRequest& r) {
       item["overlay"] = over_name;
       items.push_back(item);
     }
+    bar.update(static_cast<std::int64_t>(std::min(chosen.size(), start + 16)), "", 0.0);
   }
+  bar.finish(fmt::format("{} samples", total));
   data::write_npy(dir / "maps.npy", torch::cat(all_maps));
   nlohmann::json index = {{"method", explain::cam_method_name(co.method)},
                           {"layer", layer_used},

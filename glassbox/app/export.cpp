@@ -2,12 +2,16 @@
 #include "glassbox/app/export.h"
 
 #include <algorithm>
+#include <iostream>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include "glassbox/app/inference.h"
 #include "glassbox/app/run.h"
 #include "glassbox/base/error.h"
+#include "glassbox/base/progress.h"
 #include "glassbox/core/safetensors.h"
 #include "glassbox/train/checkpoint.h"
 #include "glassbox/train/freeze.h"
@@ -48,7 +52,7 @@ LoadedModel model_of_config(const ExportJob& job) {
     }
   }
   m.model->module()->eval();
-  m.outputs_probabilities = m.config.model.name == "mlp" && m.config.model.mlp.output == "softmax";
+  m.outputs_probabilities = m.config.model.name == "mlp" && m.config.model.mlp.output == nn::MlpOutput::kSoftmax;
   m.run_dir = fs::path("export") / m.config.name;
   return m;
 }
@@ -98,7 +102,11 @@ ExportOutcome run_export(const ExportJob& job) {
   const fs::path base = job.config_given ? m.run_dir : m.run_dir / "export";
   const fs::path out_dir = job.out.empty() ? base : job.out;
   ExportOutcome outcome;
+  ProgressBar bar(std::cerr, true);  // each format traces, writes and verifies the model (seconds each)
+  bar.set_unit("formats");
+  bar.start("exporting", static_cast<std::int64_t>(formats.size()));
   for (const auto& f : formats) {
+    bar.update(static_cast<std::int64_t>(outcome.formats.size()), f, 0.0);
     exporter::ExportRequest r = job.request;
     r.format = f;
     if (job.format == "all") {
@@ -113,6 +121,7 @@ ExportOutcome run_export(const ExportJob& job) {
     if (f == "repository") e.repository = r.out;
     outcome.formats.push_back(std::move(e));
   }
+  bar.finish(fmt::format("{}", fmt::join(formats, ", ")));
   return outcome;
 }
 

@@ -39,11 +39,11 @@ bool read_test_alone(data::DataOptions& d) {
     const fs::path p = fs::path(f).is_absolute() ? fs::path(f) : fs::path(d.root) / f;
     return fs::exists(p) || fs::exists(p.string() + ".gz");
   };
-  if (d.format == "mnist") {
+  if (d.format == data::DataFormat::kMnist) {
     if ((exists(d.train_images) && exists(d.train_labels)) || !exists(d.test_images)) return false;
     d.train_images = d.test_images;
     d.train_labels = d.test_labels;
-  } else if (d.format == "npy") {
+  } else if (d.format == data::DataFormat::kNpy) {
     if ((exists(d.train_x) && exists(d.train_y)) || !exists(d.test_x)) return false;
     d.train_x = d.test_x;
     d.train_y = d.test_y;
@@ -80,8 +80,8 @@ std::vector<std::string> read_labels(const fs::path& path) {
 }  // namespace
 
 double data_scale(const data::DataOptions& d) {
-  if (d.format == "mnist") return 1.0 / 255.0;
-  if (d.format != "npy") return 1.0;
+  if (d.format == data::DataFormat::kMnist) return 1.0 / 255.0;
+  if (d.format != data::DataFormat::kNpy) return 1.0;
   const fs::path x = fs::path(d.train_x).is_absolute() ? fs::path(d.train_x) : fs::path(d.root) / d.train_x;
   std::ifstream in(x, std::ios::binary);
   std::string head(512, '\0');
@@ -104,9 +104,9 @@ std::optional<nn::ModelContract> embedded_contract(const fs::path& model) {
   return nn::parse_contract(extra["contract.json"], model.string() + ":extra/contract.json");
 }
 
-std::string default_channel_order(const std::vector<std::int64_t>& shape) {
-  if (shape.size() == 1) return "none";
-  return shape[0] == 1 ? "gray" : shape[0] == 3 ? "RGB" : "none";
+nn::ChannelOrder default_channel_order(const std::vector<std::int64_t>& shape) {
+  if (shape.size() == 1) return nn::ChannelOrder::kNone;
+  return shape[0] == 1 ? nn::ChannelOrder::kGray : shape[0] == 3 ? nn::ChannelOrder::kRGB : nn::ChannelOrder::kNone;
 }
 
 }  // namespace
@@ -154,22 +154,23 @@ nn::ModelContract resolve_contract(const ScriptSource& s, nn::Model* model, std:
     from = "flags";
     c.architecture = "torchscript";
     c.name = s.model.stem().string();
-    c.layout = f.input_shape.size() == 1 ? "NC" : "NCHW";
-    c.scale = c.layout == "NC" ? 1.0 : 1.0 / 255.0;
+    c.layout = f.input_shape.size() == 1 ? nn::InputLayout::kNC : nn::InputLayout::kNCHW;
+    c.scale = c.layout == nn::InputLayout::kNC ? 1.0 : 1.0 / 255.0;
     c.channel_order = default_channel_order(f.input_shape);
   }
   if (!f.input_shape.empty()) {
     c.input_shape = f.input_shape;
-    c.layout = f.input_shape.size() == 1 ? "NC" : "NCHW";
+    c.layout = f.input_shape.size() == 1 ? nn::InputLayout::kNC : nn::InputLayout::kNCHW;
     // The channel order follows a new channel count unless --channel-order says otherwise.
-    if (c.layout == "NC" || f.input_shape[0] != 3 || (c.channel_order != "RGB" && c.channel_order != "BGR"))
+    if (c.layout == nn::InputLayout::kNC || f.input_shape[0] != 3 ||
+        (c.channel_order != nn::ChannelOrder::kRGB && c.channel_order != nn::ChannelOrder::kBGR))
       c.channel_order = default_channel_order(f.input_shape);
   }
   if (!f.mean.empty()) c.mean = f.mean;
   if (!f.std.empty()) c.std = f.std;
   if (f.scale != 0) c.scale = f.scale;
-  if (!f.output_kind.empty()) c.output_kind = f.output_kind;
-  if (!f.channel_order.empty()) c.channel_order = f.channel_order;
+  if (!f.output_kind.empty()) c.output_kind = parse_choice<nn::OutputKind>("--output-kind", f.output_kind);
+  if (!f.channel_order.empty()) c.channel_order = parse_choice<nn::ChannelOrder>("--channel-order", f.channel_order);
   if (!f.labels.empty()) {
     c.labels = read_labels(f.labels);
     if (f.num_classes == 0 && c.num_classes <= 0) c.num_classes = static_cast<std::int64_t>(c.labels.size());
@@ -212,7 +213,7 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
   if (!c.name.empty()) so.name = c.name;
   so.sample_shape = c.input_shape;
   so.num_classes = c.num_classes;
-  so.flip_channels = c.channel_order == "BGR";
+  so.flip_channels = c.channel_order == nn::ChannelOrder::kBGR;
   model = std::make_unique<nn::ScriptModel>(model->script(), so);  // the same TorchScript module, with the contract
 
   // The data, preprocessed as the contract says.
@@ -234,7 +235,7 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
   }
   // The contract's statistics are in the model's channel order; the data module normalises the
   // data's (RGB) channels before ScriptModel reverses them for a BGR model.
-  if (c.channel_order == "BGR") {
+  if (c.channel_order == nn::ChannelOrder::kBGR) {
     std::reverse(d.mean.begin(), d.mean.end());
     std::reverse(d.std.begin(), d.std.end());
   }
@@ -245,7 +246,7 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
     GB_CHECK(data_shape == c.input_shape, InvalidArgument,
              "the model expects inputs of shape " << shape_text(c.input_shape) << " (" << m.contract_source
                                                   << "), the data's samples have shape " << shape_text(data_shape)
-                                                  << " (" << d.format << " data in " << d.root << ")",
+                                                  << " (" << name_of(d.format) << " data in " << d.root << ")",
              "point the [data] section (CONFIG or --set data.root=...) at the data the model was trained on, or fix "
              "input.shape");
   };
@@ -269,7 +270,7 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
   m.device = resolve_device(device);
   m.model->module()->to(m.device);
   m.model->module()->eval();
-  m.outputs_probabilities = c.output_kind == "probabilities";
+  m.outputs_probabilities = c.output_kind == nn::OutputKind::kProbabilities;
   return m;
 }
 
@@ -302,23 +303,23 @@ nn::ModelContract contract_for(const train::RunConfig& config, const train::Data
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.') ch = '_';
   c.architecture = config.model.name;
   c.input_shape = info.sample_shape;
-  c.layout = c.input_shape.size() == 3 ? "NCHW" : "NC";
+  c.layout = c.input_shape.size() == 3 ? nn::InputLayout::kNCHW : nn::InputLayout::kNC;
   c.num_classes = info.num_classes;
-  c.output_kind = outputs_probabilities ? "probabilities" : "logits";
+  c.output_kind = outputs_probabilities ? nn::OutputKind::kProbabilities : nn::OutputKind::kLogits;
   c.output_name = outputs_probabilities ? "probabilities" : "logits";
   // What the data module does to a raw sample: uint8 pixels are scaled to [0, 1] first.
   c.scale = scale;
   c.mean = info.mean;
   c.std = info.std;
-  if (c.layout == "NC") {
-    c.channel_order = "none";
+  if (c.layout == nn::InputLayout::kNC) {
+    c.channel_order = nn::ChannelOrder::kNone;
   } else {
     // glassbox's image data (IDX, npy) is read as it is stored; 3 channels are taken as RGB.
-    c.channel_order = c.input_shape[0] == 1 ? "gray" : c.input_shape[0] == 3 ? "RGB" : "none";
+    c.channel_order = default_channel_order(c.input_shape);
   }
   c.labels = info.class_names;
   if (static_cast<std::int64_t>(c.labels.size()) != c.num_classes) c.labels.clear();
-  if (c.layout == "NC" && !info.feature_names.empty() &&
+  if (c.layout == nn::InputLayout::kNC && !info.feature_names.empty() &&
       static_cast<std::int64_t>(info.feature_names.size()) == c.input_shape.at(0))
     c.feature_names = info.feature_names;
   return c;
@@ -366,7 +367,7 @@ LoadedModel load_checkpoint_for_inference(const fs::path& checkpoint, const std:
   m.config =
       inference_config(ck.state["config"].get<std::string>(), checkpoint.string() + "/state.json", data_overrides);
   m.global_step = ck.state.value("global_step", std::int64_t{0});
-  m.outputs_probabilities = m.config.model.name == "mlp" && m.config.model.mlp.output == "softmax";
+  m.outputs_probabilities = m.config.model.name == "mlp" && m.config.model.mlp.output == nn::MlpOutput::kSoftmax;
   if (ck.state.contains("data_info") && ck.state["data_info"].is_object()) {
     // A portable checkpoint: no data is read here.
     m.info = data_info_from_json(ck.state["data_info"]);

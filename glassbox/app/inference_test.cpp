@@ -38,7 +38,7 @@ TEST(ScriptInference, ABgrModelSeesItsChannelsNormalisedWithItsOwnStatistics) {
     "preprocessing": {"scale": 0.00392156862745098, "mean": [0.1, 0.2, 0.3], "std": [0.5, 0.25, 0.125], "channel_order": "BGR"}})");
   ScriptSource s;
   s.model = dir / "probe.pt";
-  s.data.source.format = "npy";
+  s.data.source.format = data::DataFormat::kNpy;
   s.data.source.root = dir.string();
   s.data.source.val_size = 0;
   LoadedModel m = load_script_for_inference(s);

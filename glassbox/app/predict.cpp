@@ -33,7 +33,7 @@ at::Tensor preprocess(at::Tensor x, const nn::ModelContract& c) {
     };
     x = (x - stat(c.mean, 0.0)) / stat(c.std, 1.0);
   }
-  if (c.channel_order == "BGR") x = x.flip(1);
+  if (c.channel_order == nn::ChannelOrder::kBGR) x = x.flip(1);
   return x;
 }
 
@@ -109,7 +109,7 @@ PredictOutcome run_predict(const PredictRequest& r) {
   const nn::ModelContract contract = script.model.empty() ? contract_for_checkpoint(m) : m.contract;
   // The contract of a TorchScript file applies channel reversal inside ScriptModel already.
   nn::ModelContract pre = contract;
-  if (!script.model.empty()) pre.channel_order = "RGB";
+  if (!script.model.empty()) pre.channel_order = nn::ChannelOrder::kRGB;
 
   const std::string ext = r.input.extension().string();
   at::Tensor x;

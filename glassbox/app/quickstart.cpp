@@ -41,7 +41,7 @@ nlohmann::json run_quickstart(const QuickstartRequest& q, std::ostream& out) {
                        m["accuracy"].get<double>(), m["averages"]["macro"]["f1"].get<double>(),
                        m["calibration"]["ece"].get<double>(), m["out_dir"].get<std::string>());
     steps["eval"] = m["out_dir"];
-    if (cfg.data.source.format != "csv") {
+    if (cfg.data.source.format != data::DataFormat::kCsv) {
       ExplainRequest er;
       er.checkpoint = ckpt;
       er.misclassified = 8;

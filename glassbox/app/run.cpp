@@ -68,9 +68,10 @@ void check_schedule_length(const train::RunConfig& before, const train::RunConfi
       before.trainer.max_epochs != after.trainer.max_epochs || before.trainer.max_steps != after.trainer.max_steps;
   if (!longer) return;
   const auto& s = after.scheduler;
-  const bool derived = (s.name == "onecycle" && s.total_steps == 0) || (s.name == "cosine" && s.t_max == 0);
+  const bool derived = (s.name == train::SchedulerKind::kOnecycle && s.total_steps == 0) ||
+                       (s.name == train::SchedulerKind::kCosine && s.t_max == 0);
   GB_CHECK(!derived, InvalidArgument,
-           "scheduler.name = \"" << s.name << "\" spans the first run's length (trainer.max_epochs = "
+           "scheduler.name = \"" << name_of(s.name) << "\" spans the first run's length (trainer.max_epochs = "
                                  << before.trainer.max_epochs << ", max_steps = " << before.trainer.max_steps
                                  << "); resuming with max_epochs = " << after.trainer.max_epochs << ", max_steps = "
                                  << after.trainer.max_steps << " would not continue the same schedule",
@@ -306,7 +307,7 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   train::Trainer trainer(config.trainer, config.optim, config.scheduler, writes ? run_dir : fs::path());
   trainer.set_config_text(config.to_toml_text());
   const double scale = data_scale(config.data.source);
-  const bool probabilities = config.model.name == "mlp" && config.model.mlp.output == "softmax";
+  const bool probabilities = config.model.name == "mlp" && config.model.mlp.output == nn::MlpOutput::kSoftmax;
   trainer.set_checkpoint_extra({{"data_info", data_info_to_json(info, scale)},
                                 {"contract", nlohmann::json::parse(nn::contract_to_json(contract_for(
                                                  config, info, scale, probabilities, run_dir.filename().string())))}});
@@ -416,7 +417,7 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   summary["parameters"] = nn::count_parameters(task.module(), false);
   summary["trainable_parameters"] = nn::count_parameters(task.module(), true);
   summary["device"] = trainer.device().str();
-  summary["precision"] = config.trainer.precision;
+  summary["precision"] = name_of(config.trainer.precision);
   summary["threads"] = torch::get_num_threads();
   summary["class_names"] = info.class_names;
   summary["glassbox_version"] = kGlassboxVersion;

@@ -1,6 +1,7 @@
 #include "glassbox/base/config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <sstream>
@@ -12,6 +13,25 @@
 
 namespace glassbox {
 namespace {
+
+std::string list_of(const std::vector<std::string>& options) {
+  std::string list;
+  for (const auto& o : options) list += (list.empty() ? "" : ", ") + o;
+  return list;
+}
+
+// "did you mean ..." for a value outside a choice list.
+std::string choice_hint(const std::string& v, const std::vector<std::string>& options) {
+  std::string near = closest_match(v, options);
+  for (const auto& o : options) {  // "NHWC" for "nhwc": the same word in another case
+    if (o.size() == v.size() && std::equal(o.begin(), o.end(), v.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+        })) {
+      near = o;
+    }
+  }
+  return near.empty() ? "use one of the listed values" : "did you mean \"" + near + "\"?";
+}
 
 std::string join_key(std::string_view prefix, std::string_view name) {
   if (prefix.empty()) return std::string(name);
@@ -160,12 +180,10 @@ class TomlReader final : public FieldVisitor {
     field(name, v, doc);
     std::vector<std::string> options(allowed.begin(), allowed.end());
     if (std::find(options.begin(), options.end(), v) == options.end()) {
-      std::string list;
-      for (const auto& o : options) list += (list.empty() ? "" : ", ") + o;
-      std::string near = closest_match(v, options);
-      GB_THROW(InvalidArgument,
-               origin(name) << ": " << join_key(prefix_, name) << " = \"" << v << "\" is not one of: " << list,
-               near.empty() ? "use one of the listed values" : "did you mean \"" + near + "\"?");
+      GB_THROW(
+          InvalidArgument,
+          origin(name) << ": " << join_key(prefix_, name) << " = \"" << v << "\" is not one of: " << list_of(options),
+          choice_hint(v, options));
     }
     value = v;
   }
@@ -464,6 +482,12 @@ void from_json(const nlohmann::json& j, std::string_view source, const VisitFn& 
   TomlReader reader(root, "", std::string(source));
   visit(reader);
   reader.finish();
+}
+
+void throw_bad_choice(std::string_view what, std::string_view value, const std::vector<std::string_view>& allowed) {
+  const std::vector<std::string> options(allowed.begin(), allowed.end());
+  GB_THROW(InvalidArgument, what << " = \"" << value << "\" is not one of: " << list_of(options),
+           choice_hint(std::string(value), options));
 }
 
 }  // namespace glassbox

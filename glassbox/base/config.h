@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,6 +90,28 @@ constexpr bool parse_name(std::string_view name, E& value) {
     }
   }
   return false;
+}
+
+// InvalidArgument naming `what` (a key or a flag), the value and the allowed names, with a
+// did-you-mean hint: the error a choice field gives.
+[[noreturn]] void throw_bad_choice(std::string_view what, std::string_view value,
+                                   const std::vector<std::string_view>& allowed);
+
+// The value named `text`, or the error above (for names from flags and other user input).
+template <class E>
+E parse_choice(std::string_view what, std::string_view text) {
+  E value{};
+  if (!parse_name(text, value)) throw_bad_choice(what, text, names_of<E>());
+  return value;
+}
+
+// The value named `name`; std::invalid_argument when there is none (for names the program itself
+// chose; user input goes through FieldVisitor::choice, which explains the allowed names).
+template <class E>
+E enum_of(std::string_view name) {
+  E value{};
+  if (!parse_name(name, value)) throw std::invalid_argument("no enum value is named \"" + std::string(name) + "\"");
+  return value;
 }
 
 // True when a table lists each of the values 0 .. N-1 once, in order: tables are checked with

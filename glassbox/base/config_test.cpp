@@ -9,7 +9,9 @@ namespace glassbox {
 namespace {
 
 enum class Act { kRelu, kGelu, kTanh };
-constexpr NameTable<Act, 3> enum_names(Act) { return {{{Act::kRelu, "relu"}, {Act::kGelu, "gelu"}, {Act::kTanh, "tanh"}}}; }
+constexpr NameTable<Act, 3> enum_names(Act) {
+  return {{{Act::kRelu, "relu"}, {Act::kGelu, "gelu"}, {Act::kTanh, "tanh"}}};
+}
 static_assert(is_complete_table(enum_names(Act{})));
 static_assert(name_of(Act::kTanh) == "tanh");
 

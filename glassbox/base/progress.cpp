@@ -40,6 +40,7 @@ void ProgressBar::update(std::int64_t done, const std::string& metrics, double s
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
   const double elapsed = std::chrono::duration<double>(now - started_).count();
+  if (samples_per_s <= 0 && elapsed > 0) samples_per_s = static_cast<double>(done) / elapsed;
   const double eta = eta_override_ >= 0       ? eta_override_
                      : done > 0 && total_ > 0 ? elapsed * static_cast<double>(total_ - done) / static_cast<double>(done)
                                               : NAN;
@@ -51,14 +52,14 @@ void ProgressBar::update(std::int64_t done, const std::string& metrics, double s
     std::string bar(static_cast<std::size_t>(filled), '=');
     if (filled < kWidth) bar += '>';
     bar.resize(kWidth, ' ');
-    out_ << fmt::format("\r\033[K{} [{}] {}/{} {} {} samples/s ETA {}", label_, bar, done, total_, metrics,
-                        format_count(samples_per_s), format_duration(eta))
+    out_ << fmt::format("\r\033[K{} [{}] {}/{} {} {} {}/s ETA {}", label_, bar, done, total_, metrics,
+                        format_count(samples_per_s), unit_, format_duration(eta))
          << std::flush;
   } else {
     if (std::chrono::duration<double>(now - last_plain_).count() < plain_interval_s_) return;
     last_plain_ = now;
-    out_ << fmt::format("{} {}/{} {} {} samples/s ETA {}\n", label_, done, total_, metrics, format_count(samples_per_s),
-                        format_duration(eta))
+    out_ << fmt::format("{} {}/{} {} {} {}/s ETA {}\n", label_, done, total_, metrics, format_count(samples_per_s),
+                        unit_, format_duration(eta))
          << std::flush;
   }
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
 
 namespace glassbox {
 
@@ -24,7 +25,10 @@ class ProgressBar {
   void set_terminal(bool terminal) { terminal_ = terminal; }
 
   void start(std::string label, std::int64_t total);
+  // samples_per_s <= 0: the bar's own average since start().
   void update(std::int64_t done, const std::string& metrics, double samples_per_s);
+  // What is counted ("samples" by default; shown as "12.3 samples/s").
+  void set_unit(std::string unit) { unit_ = std::move(unit); }
   // The ETA shown by update() from now on (e.g. for the whole run rather than this bar); negative:
   // the bar's own estimate for its remaining items.
   void set_eta(double seconds) { eta_override_ = seconds; }
@@ -37,6 +41,7 @@ class ProgressBar {
   bool terminal_;
   double plain_interval_s_;
   std::string label_;
+  std::string unit_ = "samples";
   std::int64_t total_ = 0;
   double eta_override_ = -1.0;
   std::chrono::steady_clock::time_point started_;

@@ -42,6 +42,7 @@ TEST(Cli, BasicsTable) {
       {"--version", 0, "LibTorch 2."},
       {"", 0, "Run 'glassbox COMMAND --help'"},
       {"tran", 2, "error: unknown command 'tran' for 'glassbox' (did you mean 'train'?)"},
+      {"lab rn label-offset", 2, "error: unknown command 'rn' for 'glassbox lab' (did you mean 'run'?)"},
       {"train --max-epochs 3", 2, "error: unknown option '--max-epochs' for 'glassbox train'"},
       {"eval --chekpoint x", 2, "(did you mean '--checkpoint'?)"},
       {"train --set trainer.lr=0.1", 2, "did you mean \"optim.lr\"?"},

@@ -57,7 +57,7 @@ TEST(Export, EveryFormatServesTheSamePredictionsAsEval) {
   const std::string ckpt = (run / "checkpoints" / "last.ckpt").string();
   auto [rc, out] = testing::run_command(gb() + " export --checkpoint " + ckpt + " --format all --json");
   ASSERT_EQ(rc, 0) << out;
-  const auto j = nlohmann::json::parse(out.substr(out.find('[')));
+  const auto j = nlohmann::json::parse(out.substr(out.find("[\n")));
   ASSERT_EQ(j.size(), 3u);
   for (const auto& f : j) {
     for (const auto& a : f["artefacts"]) {
@@ -129,7 +129,7 @@ TEST(Export, TrainableOnlyWeightsLeaveTheFrozenLayersOut) {
   EXPECT_NE(bytes.find("classifier.out.weight"), std::string::npos);
   auto [rc2, out2] = testing::run_command(gb() + " export --checkpoint " + ckpt + " --format weights --json");
   ASSERT_EQ(rc2, 0) << out2;
-  const auto all = nlohmann::json::parse(out2.substr(out2.find('[')));
+  const auto all = nlohmann::json::parse(out2.substr(out2.find("[\n")));
   // conv0_0: 8 x 1 x 3 x 3 weights, no bias (BatchNorm follows).
   EXPECT_EQ(all[0]["parameters"].get<std::int64_t>(), all[0]["all_parameters"].get<std::int64_t>());
   EXPECT_LT(fs::file_size(file), fs::file_size(run / "export" / "model.safetensors"));

@@ -57,6 +57,16 @@ std::string parse_error_text(CLI::App& app, const CLI::ParseError& e, const std:
   if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::ExtrasError) && colon != std::string::npos) {
     word = what.substr(colon + 10);
     word = word.substr(0, word.find(' '));
+  } else if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::RequiredError) && !at->get_subcommands({}).empty() &&
+             at->get_subcommands().empty()) {
+    // "glassbox lab rn x": CLI11 reports the missing subcommand before the words it could not
+    // place, which it keeps in remaining(); the first of them is the mistyped command.
+    for (const std::string& w : at->remaining()) {
+      if (w.rfind("-", 0) != 0) {
+        word = w;
+        break;
+      }
+    }
   }
   if (!word.empty()) {
     std::vector<std::string> candidates;

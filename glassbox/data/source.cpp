@@ -134,7 +134,7 @@ RawSplit read_npy_split(const DataOptions& o, const std::string& xs, const std::
   r.y_source = yp.string();
   at::Tensor x = read_npy(xp);
   at::Tensor y = read_npy(yp);
-  if (o.layout == "nhwc") {
+  if (o.layout == ArrayLayout::kNhwc) {
     GB_CHECK(!looks_channels_first(x), InvalidArgument,
              r.x_source << ": inputs of shape " << x.sizes()
                         << " look channels-first [N, C, H, W], but data.layout = \"nhwc\" reads them as [N, H, W, C]",
@@ -229,7 +229,7 @@ std::int64_t val_count(double val_size, std::int64_t n) {
 }
 
 void DataOptions::visit(FieldVisitor& v) {
-  v.choice("format", format, {"mnist", "npy", "csv"}, "mnist (a folder of IDX files) | npy | csv");
+  v.choice("format", format, "mnist (a folder of IDX files) | npy | csv");
   v.field("root", root, "folder of the data files (relative file names are resolved against it)");
   v.field("train_images", train_images, "mnist: training images IDX file (NAME or NAME.gz)");
   v.field("train_labels", train_labels, "mnist: training labels IDX file");
@@ -242,8 +242,7 @@ void DataOptions::visit(FieldVisitor& v) {
   v.field("train_csv", train_csv, "csv: training table");
   v.field("test_csv", test_csv, "csv: test table");
   v.field("label_column", label_column, "csv: name of the label column (integers 0..K-1 or class names)");
-  v.choice("layout", layout, {"nchw", "nhwc"},
-           "npy: layout of 4-D image arrays; nhwc permutes [N, H, W, C] to [N, C, H, W] on load");
+  v.choice("layout", layout, "npy: layout of 4-D image arrays; nhwc permutes [N, H, W, C] to [N, C, H, W] on load");
   v.field("val_size", val_size,
           "validation samples taken from the training set: a count (e.g. 5000), a fraction in (0, 1) (e.g. 0.1), "
           "or 0 for none");
@@ -257,10 +256,6 @@ void DataOptions::visit(FieldVisitor& v) {
 }
 
 void DataOptions::validate() const {
-  GB_CHECK(format == "mnist" || format == "npy" || format == "csv", InvalidArgument,
-           "data.format must be one of mnist, npy, csv, got \"" << format << "\"", "set data.format = \"mnist\"");
-  GB_CHECK(layout == "nchw" || layout == "nhwc", InvalidArgument,
-           "data.layout must be one of nchw, nhwc, got \"" << layout << "\"", "set data.layout = \"nchw\"");
   check_val_size(val_size);
   GB_CHECK(num_classes >= 0, InvalidArgument, "data.num_classes must be >= 0, got " << num_classes,
            "use 0 to infer it from the labels");
@@ -274,53 +269,65 @@ void DataOptions::validate() const {
              "standard deviations are positive");
     GB_CHECK(std::isfinite(mean[i]), InvalidArgument, "data.mean[" << i << "] must be finite, got " << mean[i], "");
   }
-  if (format == "csv") {
+  if (format == DataFormat::kCsv) {
     GB_CHECK(!label_column.empty(), InvalidArgument, "data.label_column must not be empty for format \"csv\"",
              "name the label column, e.g. \"label\"");
   }
 }
+
+namespace {
+
+// Both CSV tables, with one feature list and one encoding of text labels.
+void read_csv_splits(const DataOptions& options, RawSplit& train, RawSplit& test,
+                     std::vector<std::string>& feature_names) {
+  std::vector<std::string> test_names;
+  train = read_csv_split(options, options.train_csv, &feature_names);
+  test = read_csv_split(options, options.test_csv, &test_names);
+  if (feature_names != test_names) {
+    std::ostringstream a;
+    std::ostringstream b;
+    for (const auto& n : feature_names) a << (a.tellp() > 0 ? "," : "") << n;
+    for (const auto& n : test_names) b << (b.tellp() > 0 ? "," : "") << n;
+    GB_THROW(DataLoss,
+             test.x_source << ": feature columns (" << b.str() << ") differ from " << train.x_source << " (" << a.str()
+                           << ")",
+             "the training and test tables need the same feature columns in the same order");
+  }
+  // Class names in the label column: one encoding for both tables.
+  const bool train_text = !train.label_names.empty();
+  const bool test_text = !test.label_names.empty();
+  if (train_text || test_text) {
+    GB_CHECK(train_text && (test_text || test.y.numel() == 0), InvalidArgument,
+             (train_text ? test.y_source : train.y_source)
+                 << ": labels are integers but those of " << (train_text ? train.y_source : test.y_source)
+                 << " are class names",
+             "use the same kind of labels (integers 0..K-1 or class names) in the training and test tables");
+    if (options.class_names.empty()) {
+      encode_text_labels(test, train.label_names, train.y_source);
+    } else {
+      encode_text_labels(train, options.class_names, "data.class_names");
+      encode_text_labels(test, options.class_names, "data.class_names");
+    }
+  }
+}
+
+}  // namespace
 
 Splits load_splits(const DataOptions& options) {
   options.validate();
   RawSplit train;
   RawSplit test;
   std::vector<std::string> feature_names;
-  if (options.format == "mnist") {
-    train = read_mnist(options, options.train_images, options.train_labels);
-    test = read_mnist(options, options.test_images, options.test_labels);
-  } else if (options.format == "npy") {
-    train = read_npy_split(options, options.train_x, options.train_y);
-    test = read_npy_split(options, options.test_x, options.test_y);
-  } else {
-    std::vector<std::string> test_names;
-    train = read_csv_split(options, options.train_csv, &feature_names);
-    test = read_csv_split(options, options.test_csv, &test_names);
-    if (feature_names != test_names) {
-      std::ostringstream a;
-      std::ostringstream b;
-      for (const auto& n : feature_names) a << (a.tellp() > 0 ? "," : "") << n;
-      for (const auto& n : test_names) b << (b.tellp() > 0 ? "," : "") << n;
-      GB_THROW(DataLoss,
-               test.x_source << ": feature columns (" << b.str() << ") differ from " << train.x_source << " ("
-                             << a.str() << ")",
-               "the training and test tables need the same feature columns in the same order");
-    }
-    // Class names in the label column: one encoding for both tables.
-    const bool train_text = !train.label_names.empty();
-    const bool test_text = !test.label_names.empty();
-    if (train_text || test_text) {
-      GB_CHECK(train_text && (test_text || test.y.numel() == 0), InvalidArgument,
-               (train_text ? test.y_source : train.y_source)
-                   << ": labels are integers but those of " << (train_text ? train.y_source : test.y_source)
-                   << " are class names",
-               "use the same kind of labels (integers 0..K-1 or class names) in the training and test tables");
-      if (options.class_names.empty()) {
-        encode_text_labels(test, train.label_names, train.y_source);
-      } else {
-        encode_text_labels(train, options.class_names, "data.class_names");
-        encode_text_labels(test, options.class_names, "data.class_names");
-      }
-    }
+  switch (options.format) {
+    case DataFormat::kMnist:
+      train = read_mnist(options, options.train_images, options.train_labels);
+      test = read_mnist(options, options.test_images, options.test_labels);
+      break;
+    case DataFormat::kNpy:
+      train = read_npy_split(options, options.train_x, options.train_y);
+      test = read_npy_split(options, options.test_x, options.test_y);
+      break;
+    case DataFormat::kCsv: read_csv_splits(options, train, test, feature_names); break;
   }
   GB_CHECK(train.x.size(0) > 0, DataLoss, train.x_source << ": the training set is empty", "check the data files");
   const auto shape_of = [](const at::Tensor& x) {

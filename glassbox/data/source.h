@@ -43,8 +43,21 @@
 
 namespace glassbox::data {
 
+enum class DataFormat { kMnist, kNpy, kCsv };
+constexpr NameTable<DataFormat, 3> enum_names(DataFormat) {
+  return {{{DataFormat::kMnist, "mnist"}, {DataFormat::kNpy, "npy"}, {DataFormat::kCsv, "csv"}}};
+}
+static_assert(is_complete_table(enum_names(DataFormat{})));
+
+// How 4-D image arrays are laid out: [N, C, H, W] or channels-last [N, H, W, C].
+enum class ArrayLayout { kNchw, kNhwc };
+constexpr NameTable<ArrayLayout, 2> enum_names(ArrayLayout) {
+  return {{{ArrayLayout::kNchw, "nchw"}, {ArrayLayout::kNhwc, "nhwc"}}};
+}
+static_assert(is_complete_table(enum_names(ArrayLayout{})));
+
 struct DataOptions {
-  std::string format = "mnist";
+  DataFormat format = DataFormat::kMnist;
   std::string root = "/usr/share/datasets/fashion-mnist";
   // mnist: IDX file names under root; a ".gz" variant is used when the plain file is absent.
   std::string train_images = "train-images-idx3-ubyte";
@@ -62,7 +75,7 @@ struct DataOptions {
   // Samples moved from train to validation: a count (a whole number >= 1), a fraction in (0, 1)
   // of the training set (rounded up, as scikit-learn's test_size), or 0 for none.
   double val_size = 0.1;
-  std::string layout = "nchw";  // npy: how 4-D image arrays are laid out, "nchw" | "nhwc"
+  ArrayLayout layout = ArrayLayout::kNchw;  // npy
   std::int64_t split_seed = 42;
   std::int64_t limit_train = -1;  // use only the first N training samples (-1: all)
   bool normalize = true;

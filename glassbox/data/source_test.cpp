@@ -188,7 +188,7 @@ fs::path make_npy_dir(const std::string& name) {
 
 TEST(LoadSplits, NpyPerFeatureNormalisationAndOptions) {
   DataOptions o;
-  o.format = "npy";
+  o.format = DataFormat::kNpy;
   o.root = make_npy_dir("npy-src").string();
   o.val_size = 8;
   Splits s = load_splits(o);
@@ -254,7 +254,7 @@ TEST(LoadSplits, CsvTables) {
     te << "f1,f2,y\n1,2,0\n3,4,1\n";
   }
   DataOptions o;
-  o.format = "csv";
+  o.format = DataFormat::kCsv;
   o.root = d.string();
   o.label_column = "y";
   o.val_size = 6;
@@ -278,14 +278,14 @@ TEST(DataOptions, VisitRoundTripAndValidate) {
   DataOptions o;
   load_config("format = \"npy\"\nval_size = 100\nmean = [0.5]\nstd = [0.25]\n", "t.toml", {"limit_train=1000"},
               visit_fn(o));
-  EXPECT_EQ(o.format, "npy");
+  EXPECT_EQ(o.format, DataFormat::kNpy);
   EXPECT_EQ(o.val_size, 100);
   EXPECT_EQ(o.limit_train, 1000);
   EXPECT_EQ(o.mean, std::vector<double>{0.5});
   EXPECT_NO_THROW(o.validate());
   DataOptions back;
   load_config(to_toml(visit_fn(o)), "round-trip", {}, visit_fn(back));
-  EXPECT_EQ(back.format, "npy");
+  EXPECT_EQ(back.format, DataFormat::kNpy);
   EXPECT_EQ(back.std, std::vector<double>{0.25});
   EXPECT_THROW(load_config("format = \"parquet\"\n", "t.toml", {}, visit_fn(back)), Error);
   DataOptions bad;
@@ -358,7 +358,7 @@ TEST(ValSize, ReadFromTomlAsCountOrFraction) {
 
 TEST(LoadSplits, FractionalValSizeTakesThatShareOfTheLimitedTrainingSet) {
   DataOptions o;
-  o.format = "npy";
+  o.format = DataFormat::kNpy;
   o.root = make_npy_dir("npy-fraction").string();
   o.normalize = false;
   o.val_size = 0.15;  // 40 samples: ceil(6.0) = 6
@@ -403,7 +403,7 @@ fs::path make_species_dir(const std::string& name, const std::string& test_csv) 
 
 DataOptions species_options(const fs::path& d) {
   DataOptions o;
-  o.format = "csv";
+  o.format = DataFormat::kCsv;
   o.root = d.string();
   o.label_column = "species";
   o.val_size = 0;
@@ -470,7 +470,7 @@ TEST(LoadSplits, CsvIntegerLabelsKeepTheirValuesAndFeatureNames) {
   write_text(d / "train.csv", "a,label,b\n1,2,3\n4,0,6\n7,1,9\n");
   write_text(d / "test.csv", "a,label,b\n1,3,3\n");
   DataOptions o;
-  o.format = "csv";
+  o.format = DataFormat::kCsv;
   o.root = d.string();
   o.val_size = 0;
   const Splits s = load_splits(o);
@@ -479,7 +479,7 @@ TEST(LoadSplits, CsvIntegerLabelsKeepTheirValuesAndFeatureNames) {
   EXPECT_TRUE(torch::equal(as_tensor(s.train).targets(), i64({2, 0, 1})));
   // Sources without column names have none.
   DataOptions n;
-  n.format = "npy";
+  n.format = DataFormat::kNpy;
   n.root = make_npy_dir("npy-no-names").string();
   n.val_size = 0;
   EXPECT_TRUE(load_splits(n).feature_names.empty());
@@ -500,7 +500,7 @@ fs::path make_nhwc_dir(const std::string& name) {
 TEST(LoadSplits, ChannelsLastNpyIsRefusedWithAHintAndPermutedWithLayoutNhwc) {
   const fs::path d = make_nhwc_dir("npy-nhwc");
   DataOptions o;
-  o.format = "npy";
+  o.format = DataFormat::kNpy;
   o.root = d.string();
   o.val_size = 0;
   o.normalize = false;
@@ -509,7 +509,7 @@ TEST(LoadSplits, ChannelsLastNpyIsRefusedWithAHintAndPermutedWithLayoutNhwc) {
   EXPECT_NE(e.hint().find("data.layout = \"nhwc\""), std::string::npos) << e.hint();
   EXPECT_EQ(e.one_line().find('\n'), std::string::npos);
 
-  o.layout = "nhwc";
+  o.layout = ArrayLayout::kNhwc;
   const Splits s = load_splits(o);
   EXPECT_EQ(s.sample_shape, (std::vector<std::int64_t>{3, 8, 6}));
   const at::Tensor raw = read_npy(d / "train_x.npy").to(torch::kFloat).div(255);
@@ -532,7 +532,7 @@ TEST(LoadSplits, LayoutHeuristicLeavesAmbiguousShapesAlone) {
   write_npy(d / "train_y.npy", torch::arange(6) % 2);
   write_npy(d / "test_y.npy", torch::arange(2) % 2);
   DataOptions o;
-  o.format = "npy";
+  o.format = DataFormat::kNpy;
   o.root = d.string();
   o.val_size = 0;
   o.normalize = false;
@@ -550,7 +550,7 @@ TEST(LoadSplits, LayoutHeuristicLeavesAmbiguousShapesAlone) {
     EXPECT_EQ(load_splits(o).sample_shape, expected) << c10::IntArrayRef(shape);
   }
   // With "nhwc", 4-D arrays are permuted; other ranks are read as they are.
-  o.layout = "nhwc";
+  o.layout = ArrayLayout::kNhwc;
   write_npy(d / "train_x.npy", torch::zeros({6, 4, 4, 3}));
   write_npy(d / "test_x.npy", torch::zeros({2, 4, 4, 3}));
   EXPECT_EQ(load_splits(o).sample_shape, (std::vector<std::int64_t>{3, 4, 4}));
@@ -561,12 +561,11 @@ TEST(LoadSplits, LayoutHeuristicLeavesAmbiguousShapesAlone) {
 
 TEST(DataOptions, LayoutIsAChoice) {
   DataOptions o;
-  EXPECT_EQ(o.layout, "nchw");
+  EXPECT_EQ(o.layout, ArrayLayout::kNchw);
   load_config("layout = \"nhwc\"\n", "t.toml", {}, visit_fn(o));
-  EXPECT_EQ(o.layout, "nhwc");
-  EXPECT_THROW(load_config("layout = \"hwc\"\n", "t.toml", {}, visit_fn(o)), Error);
-  o.layout = "NHWC";
-  expect_error([&] { o.validate(); }, ErrorCode::kInvalidArgument, {"data.layout must be one of nchw, nhwc"});
+  EXPECT_EQ(o.layout, ArrayLayout::kNhwc);
+  expect_error([&] { load_config("layout = \"NHWC\"\n", "t.toml", {}, visit_fn(o)); }, ErrorCode::kInvalidArgument,
+               {"layout = \"NHWC\" is not one of: nchw, nhwc", "did you mean \"nhwc\""});
 }
 
 // ----------------------------------------------------------------------------- Fashion-MNIST

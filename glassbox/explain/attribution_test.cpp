@@ -39,8 +39,8 @@ std::unique_ptr<nn::Model> tabular_mlp(nlohmann::json* spec) {
   nn::ModelOptions mo;
   mo.name = "mlp";
   mo.mlp.hidden = {16, 8};
-  mo.mlp.activation = "tanh";
-  mo.mlp.norm = "batchnorm";
+  mo.mlp.activation = nn::Activation::kTanh;
+  mo.mlp.norm = nn::MlpNorm::kBatchNorm;
   mo.mlp.dropout = 0.3;
   auto model = nn::make_model(mo, nn::ModelShape{{6}, 3});
   torch::NoGradGuard ng;
@@ -57,8 +57,8 @@ std::unique_ptr<nn::Model> tabular_mlp(nlohmann::json* spec) {
            {"num_classes", 3},
            {"mlp",
             {{"hidden", mo.mlp.hidden},
-             {"activation", mo.mlp.activation},
-             {"norm", mo.mlp.norm},
+             {"activation", name_of(mo.mlp.activation)},
+             {"norm", name_of(mo.mlp.norm)},
              {"dropout", mo.mlp.dropout}}}};
   return model;
 }

@@ -58,8 +58,11 @@ nn::ModelContract contract_for(const nn::Model& m, const std::vector<std::int64_
   c.name = "test_" + m.name();
   c.architecture = m.name();
   c.input_shape = shape;
-  c.layout = shape.size() == 3 ? "NCHW" : "NC";
-  c.channel_order = shape.size() != 3 ? "none" : shape[0] == 1 ? "gray" : shape[0] == 3 ? "RGB" : "none";
+  c.layout = shape.size() == 3 ? nn::InputLayout::kNCHW : nn::InputLayout::kNC;
+  c.channel_order = shape.size() != 3 ? nn::ChannelOrder::kNone
+                    : shape[0] == 1   ? nn::ChannelOrder::kGray
+                    : shape[0] == 3   ? nn::ChannelOrder::kRGB
+                                      : nn::ChannelOrder::kNone;
   c.num_classes = 10;
   c.scale = 1.0 / 255;
   c.mean = {0.286};
@@ -299,8 +302,8 @@ TEST(Package, AFailedExportLeavesTheExistingFileIntact) {
   r.out = dir / "model.pt";
   nn::ModelContract c;
   c.input_shape = {4};
-  c.layout = "NC";
-  c.channel_order = "none";
+  c.layout = nn::InputLayout::kNC;
+  c.channel_order = nn::ChannelOrder::kNone;
   c.num_classes = 4;
   EXPECT_THROW(export_model(m, c, r), Error);
   EXPECT_EQ(read_file(dir / "model.pt"), "previous export");
@@ -322,8 +325,8 @@ TEST(Package, AnExportThatDiffersFromTheModelIsNeverWritten) {
   nn::ModuleModel<torch::nn::Sequential> m("user", seq);
   nn::ModelContract c;
   c.input_shape = {4};
-  c.layout = "NC";
-  c.channel_order = "none";
+  c.layout = nn::InputLayout::kNC;
+  c.channel_order = nn::ChannelOrder::kNone;
   c.num_classes = 4;
   ExportRequest r;
   r.out = dir / "model.pt";
@@ -363,22 +366,22 @@ TEST(ExportReference, TorchScriptAndOnnxMatchPythonTorchAndOnnxRuntime) {
        "mlp",
        {1, 28, 28},
        [](nn::ModelOptions& o) {
-         o.mlp.norm = "layernorm";
-         o.mlp.activation = "gelu";
-         o.mlp.output = "softmax";
+         o.mlp.norm = nn::MlpNorm::kLayerNorm;
+         o.mlp.activation = nn::Activation::kGelu;
+         o.mlp.output = nn::MlpOutput::kSoftmax;
        }},
       {"mlp_features_silu",
        "mlp",
        {20},
        [](nn::ModelOptions& o) {
          o.mlp.hidden = {16, 12, 8};
-         o.mlp.activation = "silu";
+         o.mlp.activation = nn::Activation::kSilu;
        }},
       {"cnn_groupnorm",
        "cnn",
        {3, 32, 32},
        [](nn::ModelOptions& o) {
-         o.cnn.norm = "groupnorm";
+         o.cnn.norm = nn::CnnNorm::kGroupNorm;
          o.cnn.groups = 4;
          o.cnn.channels = {8, 16, 16};
        }},
@@ -386,7 +389,7 @@ TEST(ExportReference, TorchScriptAndOnnxMatchPythonTorchAndOnnxRuntime) {
        "resnet18",
        {3, 64, 64},
        [](nn::ModelOptions& o) {
-         o.resnet18.stem = "imagenet";
+         o.resnet18.stem = nn::ResNetStem::kImagenet;
          o.resnet18.width = 16;
        }},
       {"layers", "", {3, 17, 17}, {}, false, [] { return every_layer_kind(10); }},

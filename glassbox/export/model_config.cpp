@@ -595,7 +595,8 @@ triton::ModelConfig make_model_config(const std::string& name, const nn::ModelCo
   c.set_name(name);
   c.set_platform(options.raw_input ? "glassbox" : kTorchScriptPlatform);
   // Raw pixels travel as bytes when the contract scales them from 0..255.
-  const bool bytes = options.raw_input && contract.layout == "NCHW" && std::abs(contract.scale * 255.0 - 1.0) < 1e-9;
+  const bool bytes =
+      options.raw_input && contract.layout == nn::InputLayout::kNCHW && std::abs(contract.scale * 255.0 - 1.0) < 1e-9;
   const triton::DataType input_type = bytes ? triton::TYPE_UINT8 : triton::TYPE_FP32;
   c.mutable_version_policy()->mutable_latest()->set_num_versions(options.latest_versions);
   c.set_max_batch_size(options.max_batch_size);
@@ -603,7 +604,8 @@ triton::ModelConfig make_model_config(const std::string& name, const nn::ModelCo
   triton::ModelInput* in = c.add_input();
   in->set_name(kTorchScriptInput);
   in->set_data_type(input_type);
-  if (contract.layout == "NCHW" && contract.input_shape.size() == 3) in->set_format(triton::ModelInput::FORMAT_NCHW);
+  if (contract.layout == nn::InputLayout::kNCHW && contract.input_shape.size() == 3)
+    in->set_format(triton::ModelInput::FORMAT_NCHW);
   for (std::int64_t d : contract.input_shape) in->add_dims(d);
 
   triton::ModelOutput* out = c.add_output();
@@ -638,11 +640,11 @@ triton::ModelConfig make_model_config(const std::string& name, const nn::ModelCo
   };
   param("contract", kContractFile);
   param("architecture", contract.architecture);
-  param("channel_order", contract.channel_order);
+  param("channel_order", std::string(name_of(contract.channel_order)));
   param("scale", format_double(contract.scale));
   param("mean", join_doubles(contract.mean));
   param("std", join_doubles(contract.std));
-  param("output_kind", contract.output_kind);
+  param("output_kind", std::string(name_of(contract.output_kind)));
   if (options.raw_input) param("output", "probabilities");
 
   if (options.warmup) {

@@ -30,12 +30,12 @@ nn::ModelContract fashion_contract() {
   c.name = "ignored";
   c.architecture = "cnn";
   c.input_shape = {1, 28, 28};
-  c.layout = "NCHW";
+  c.layout = nn::InputLayout::kNCHW;
   c.num_classes = 10;
   c.scale = 1.0 / 255.0;
   c.mean = {0.286};
   c.std = {0.353};
-  c.channel_order = "gray";
+  c.channel_order = nn::ChannelOrder::kGray;
   c.labels = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
   return c;
 }
@@ -44,9 +44,9 @@ nn::ModelContract features_contract() {
   nn::ModelContract c;
   c.architecture = "mlp";
   c.input_shape = {20};
-  c.layout = "NC";
+  c.layout = nn::InputLayout::kNC;
   c.num_classes = 3;
-  c.channel_order = "none";
+  c.channel_order = nn::ChannelOrder::kNone;
   return c;
 }
 

@@ -98,10 +98,16 @@ Diagnostics install_diagnostics(train::Trainer& trainer, const train::Diagnostic
       run_dir.empty() || options.probe_every_n_steps == 0 ? std::filesystem::path() : run_dir / "probes.jsonl", &out);
   d.probes = probes.get();
   trainer.add_callback(std::move(probes));
-  if (options.nonfinite != "off") {
+  NonFinitePolicy policy = NonFinitePolicy::Stop;
+  switch (options.nonfinite) {
+    case train::NonFiniteAction::kStop: policy = NonFinitePolicy::Stop; break;
+    case train::NonFiniteAction::kSkip: policy = NonFinitePolicy::Skip; break;
+    case train::NonFiniteAction::kContinue: policy = NonFinitePolicy::Continue; break;
+    case train::NonFiniteAction::kOff: break;
+  }
+  if (options.nonfinite != train::NonFiniteAction::kOff) {
     auto guard = std::make_unique<NonFiniteMonitor>(
-        parse_nonfinite_policy(options.nonfinite), &out,
-        run_dir.empty() ? std::filesystem::path() : run_dir / "nonfinite.json",
+        policy, &out, run_dir.empty() ? std::filesystem::path() : run_dir / "nonfinite.json",
         options.grad_norm_every_step ? GradientCheck::EveryStep : GradientCheck::WhenComputed);
     d.nonfinite = guard.get();
     trainer.add_callback(std::move(guard));

@@ -128,10 +128,10 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
   // --- non-finite values ---
   if (r.nonfinite && r.nonfinite->kind != "input") {
     const NonFiniteEvent& e = *r.nonfinite;
-    const bool low_precision = cfg.trainer.precision != "32";
+    const bool low_precision = cfg.trainer.precision != train::PrecisionMode::k32;
     if (low_precision && (e.kind == "activation" || e.kind == "gradient")) {
       Finding f{"low-precision-overflow", "error", 0.85, {{"step", e.step}, {"layer", e.layer}, {"op", e.op}}, "", ""};
-      f.evidence = fmt::format("under precision {}: {}", cfg.trainer.precision, e.message);
+      f.evidence = fmt::format("under precision {}: {}", name_of(cfg.trainer.precision), e.message);
       f.fix =
           "keep that op in float32 (autocast excludes it when you cast its input .to(float)), scale inputs down, or "
           "train in precision 32";
@@ -408,7 +408,7 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
   if (std::isfinite(wnorm_first) && std::isfinite(wnorm_last) && cfg.optim.weight_decay > 0 &&
       wnorm_last < 0.5 * wnorm_first && !lt.learning) {
     Finding f{"weight-decay-too-large", "error", 0.85, {{"parameter_groups", 0}}, "", ""};
-    const double shrink = cfg.optim.name == "adamw" ? cfg.optim.lr * cfg.optim.weight_decay : NAN;
+    const double shrink = cfg.optim.name == train::OptimizerKind::kAdamW ? cfg.optim.lr * cfg.optim.weight_decay : NAN;
     f.evidence = fmt::format(
         "the weight norm fell from {:.4g} to {:.4g} (x{:.3g}) in {} steps with optim.weight_decay = {:g}{}; the loss "
         "went from "
@@ -484,7 +484,7 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
       return m;
     }();
     const double recent_acc = mean_of(r.acc, r.acc.size() > 50 ? r.acc.size() - 50 : 0, r.acc.size());
-    const bool weighted = !cfg.loss.class_weights.empty() || cfg.loss.name == "focal";
+    const bool weighted = !cfg.loss.class_weights.empty() || cfg.loss.name == nn::LossKind::kFocal;
     if (share >= 0.7 && std::isfinite(recent_acc) && recent_acc <= share + 0.03 && !weighted) {
       f.severity = "error";
       f.confidence = 0.8;

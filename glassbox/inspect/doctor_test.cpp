@@ -66,11 +66,11 @@ train::RunConfig config_of(const std::string& optim, double lr, double momentum 
   train::RunConfig c;
   c.trainer.device = "cpu";
   c.trainer.num_threads = 1;
-  c.optim.name = optim;
+  c.optim.name = enum_of<train::OptimizerKind>(optim);
   c.optim.lr = lr;
   c.optim.momentum = momentum;
   c.optim.weight_decay = 0;
-  c.scheduler.name = "none";
+  c.scheduler.name = train::SchedulerKind::kNone;
   return c;
 }
 

@@ -91,13 +91,6 @@ nlohmann::json NonFiniteEvent::to_json() const {
           {"message", message}};
 }
 
-NonFinitePolicy parse_nonfinite_policy(const std::string& s) {
-  if (s == "stop") return NonFinitePolicy::Stop;
-  if (s == "skip") return NonFinitePolicy::Skip;
-  if (s == "continue") return NonFinitePolicy::Continue;
-  GB_THROW(InvalidArgument, "unknown non-finite policy \"" << s << "\"", "use stop, skip or continue");
-}
-
 RngSnapshot RngSnapshot::take() { return {cpu_rng_state(), cuda_rng_states()}; }
 
 void RngSnapshot::restore() const {

@@ -41,7 +41,6 @@ class Precision;
 namespace glassbox::inspect {
 
 enum class NonFinitePolicy { Stop, Skip, Continue };
-NonFinitePolicy parse_nonfinite_policy(const std::string& s);  // stop | skip | continue
 
 struct NonFiniteEvent {
   std::int64_t step = 0, epoch = 0, batch = 0;

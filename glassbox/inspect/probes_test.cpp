@@ -65,11 +65,11 @@ train::Trainer make_trainer(std::int64_t epochs, double lr = 0.05, std::int64_t 
   to.num_sanity_val_steps = 0;
   to.device = "cpu";
   train::OptimizerOptions oo;
-  oo.name = "sgd";
+  oo.name = train::OptimizerKind::kSgd;
   oo.lr = lr;
   oo.weight_decay = 0;
   train::SchedulerOptions so;
-  so.name = "none";
+  so.name = train::SchedulerKind::kNone;
   return train::Trainer(to, oo, so);
 }
 
@@ -283,10 +283,10 @@ TEST(Trainer, AutomaticClippingThresholdIsThe95thPercentileOfTheFirstKNorms) {
   to.num_sanity_val_steps = 0;
   to.gradient_clip_auto_steps = 10;
   train::OptimizerOptions oo;
-  oo.name = "sgd";
+  oo.name = train::OptimizerKind::kSgd;
   oo.lr = 0.05;
   train::SchedulerOptions so;
-  so.name = "none";
+  so.name = train::SchedulerKind::kNone;
   train::Trainer trainer(to, oo, so);
   ProbeOptions po;
   po.every_n_steps = 0;

@@ -37,7 +37,7 @@ TEST(LayerMap, UnitsAndOwners) {
   nn::ModelOptions mo;
   mo.name = "mlp";
   mo.mlp.hidden = {16, 8};
-  mo.mlp.norm = "batchnorm";
+  mo.mlp.norm = nn::MlpNorm::kBatchNorm;
   mo.mlp.dropout = 0.1;
   auto model = nn::make_model(mo, nn::ModelShape{{1, 4, 4}, 3});
   LayerMap map(*model->module());
@@ -62,7 +62,7 @@ TEST(ForwardRecorder, AttributesMlpOpsToModulesInForwardOrder) {
   nn::ModelOptions mo;
   mo.name = "mlp";
   mo.mlp.hidden = {16, 8};
-  mo.mlp.norm = "batchnorm";
+  mo.mlp.norm = nn::MlpNorm::kBatchNorm;
   mo.mlp.dropout = 0.1;
   auto model = nn::make_model(mo, nn::ModelShape{{1, 4, 4}, 3});
   model->module()->train();

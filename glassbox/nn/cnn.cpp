@@ -10,7 +10,7 @@ void CnnOptions::visit(FieldVisitor& v) {
   v.field("channels", channels, "output channels of each stage; each stage halves the resolution");
   v.field("convs_per_stage", convs_per_stage, "conv-norm-relu blocks per stage");
   v.field("kernel_size", kernel_size, "odd convolution kernel size");
-  v.choice("norm", norm, {"batchnorm", "groupnorm", "none"}, "normalisation after each convolution");
+  v.choice("norm", norm, "normalisation after each convolution");
   v.field("groups", groups, "GroupNorm groups");
   v.field("bn_momentum", bn_momentum, "BatchNorm running-statistics momentum");
   v.field("hidden", hidden, "classifier hidden width (0: a single linear layer)");
@@ -21,7 +21,7 @@ void CnnOptions::validate() const {
   GB_CHECK(!channels.empty(), InvalidArgument, "model.cnn.channels must not be empty", "use e.g. [32, 64]");
   for (auto c : channels) {
     GB_CHECK(c > 0, InvalidArgument, "model.cnn.channels must be positive, got " << c, "use e.g. [32, 64]");
-    GB_CHECK(norm != "groupnorm" || (groups > 0 && c % groups == 0), InvalidArgument,
+    GB_CHECK(norm != CnnNorm::kGroupNorm || (groups > 0 && c % groups == 0), InvalidArgument,
              "model.cnn.groups = " << groups << " does not divide stage channels " << c,
              "choose groups dividing every entry of channels");
   }
@@ -51,12 +51,16 @@ CnnImpl::CnnImpl(const CnnOptions& options, const ModelShape& shape) {
       const std::string p = std::to_string(s) + "_" + std::to_string(c);
       feats->push_back("conv" + p, torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, options.kernel_size)
                                                          .padding(options.kernel_size / 2)
-                                                         .bias(options.norm == "none")));
-      if (options.norm == "batchnorm") {
-        feats->push_back("bn" + p,
-                         torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(out).momentum(options.bn_momentum)));
-      } else if (options.norm == "groupnorm") {
-        feats->push_back("gn" + p, torch::nn::GroupNorm(torch::nn::GroupNormOptions(options.groups, out)));
+                                                         .bias(options.norm == CnnNorm::kNone)));
+      switch (options.norm) {
+        case CnnNorm::kBatchNorm:
+          feats->push_back("bn" + p,
+                           torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(out).momentum(options.bn_momentum)));
+          break;
+        case CnnNorm::kGroupNorm:
+          feats->push_back("gn" + p, torch::nn::GroupNorm(torch::nn::GroupNormOptions(options.groups, out)));
+          break;
+        case CnnNorm::kNone: break;
       }
       feats->push_back("relu" + p, torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)));
       in = out;

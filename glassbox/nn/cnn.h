@@ -14,15 +14,21 @@
 
 namespace glassbox::nn {
 
+enum class CnnNorm { kBatchNorm, kGroupNorm, kNone };
+constexpr NameTable<CnnNorm, 3> enum_names(CnnNorm) {
+  return {{{CnnNorm::kBatchNorm, "batchnorm"}, {CnnNorm::kGroupNorm, "groupnorm"}, {CnnNorm::kNone, "none"}}};
+}
+static_assert(is_complete_table(enum_names(CnnNorm{})));
+
 struct CnnOptions {
   std::vector<std::int64_t> channels{32, 64};  // output channels of each stage
   std::int64_t convs_per_stage = 2;
   std::int64_t kernel_size = 3;
-  std::string norm = "batchnorm";  // batchnorm | groupnorm | none
-  std::int64_t groups = 8;         // GroupNorm groups (must divide every stage's channels)
-  double bn_momentum = 0.1;        // BatchNorm running-statistics momentum
-  std::int64_t hidden = 128;       // width of the classifier's hidden layer (0: none)
-  double dropout = 0.25;           // before the last linear layer
+  CnnNorm norm = CnnNorm::kBatchNorm;
+  std::int64_t groups = 8;    // GroupNorm groups (must divide every stage's channels)
+  double bn_momentum = 0.1;   // BatchNorm running-statistics momentum
+  std::int64_t hidden = 128;  // width of the classifier's hidden layer (0: none)
+  double dropout = 0.25;      // before the last linear layer
 
   void visit(FieldVisitor& v);
   void validate() const;

@@ -17,21 +17,20 @@ void ModelContract::visit(FieldVisitor& v) {
   v.section("input", [this](FieldVisitor& s) {
     s.field("name", input_name, "input tensor name");
     s.field("shape", input_shape, "one sample's shape without the batch axis, e.g. [1, 28, 28]");
-    s.choice("dtype", input_dtype, {"float32"}, "input dtype");
-    s.choice("layout", layout, {"NCHW", "NC"}, "NCHW for images, NC for feature vectors");
+    s.choice("dtype", input_dtype, "input dtype");
+    s.choice("layout", layout, "NCHW for images, NC for feature vectors");
     s.field("feature_names", feature_names, "names of the features, in input order (NC; empty: unnamed)");
   });
   v.section("output", [this](FieldVisitor& s) {
     s.field("name", output_name, "output tensor name");
     s.field("num_classes", num_classes, "output width");
-    s.choice("kind", output_kind, {"logits", "probabilities"}, "logits or softmax probabilities");
+    s.choice("kind", output_kind, "logits or softmax probabilities");
   });
   v.section("preprocessing", [this](FieldVisitor& s) {
     s.field("scale", scale, "raw value multiplier before mean/std (1/255 for uint8 pixels)");
     s.field("mean", mean, "per-channel mean subtracted after scaling");
     s.field("std", std, "per-channel standard deviation divided by");
-    s.choice("channel_order", channel_order, {"gray", "RGB", "BGR", "none"},
-             "channel order the model was trained with");
+    s.choice("channel_order", channel_order, "channel order the model was trained with");
   });
   v.field("labels", labels, "class names in index order");
 }
@@ -53,7 +52,7 @@ void ModelContract::validate() const {
   for (auto d : input_shape)
     GB_CHECK(d > 0, InvalidArgument, "contract input.shape has a non-positive dimension " << d,
              "give positive sizes, e.g. [3, 224, 224]");
-  if (layout == "NCHW") {
+  if (layout == InputLayout::kNCHW) {
     GB_CHECK(input_shape.size() == 3, InvalidArgument,
              "contract input.layout NCHW needs a shape [C, H, W], got rank " << input_shape.size(),
              "use layout \"NC\" for feature vectors");
@@ -78,18 +77,19 @@ void ModelContract::validate() const {
   GB_CHECK(labels.empty() || static_cast<std::int64_t>(labels.size()) == num_classes, InvalidArgument,
            "contract has " << labels.size() << " labels for " << num_classes << " classes",
            "give one label per class, or none");
-  if (layout == "NCHW") {
+  if (layout == InputLayout::kNCHW) {
     // gray: 1 channel; RGB/BGR: 3; none: any other count (multispectral, stacked frames), whose
     // channels have no colour order to get wrong.
     const std::string want = channels == 1 ? "gray" : channels == 3 ? "RGB or BGR" : "none";
-    const bool ok = channels == 1   ? channel_order == "gray"
-                    : channels == 3 ? channel_order == "RGB" || channel_order == "BGR"
-                                    : channel_order == "none";
-    GB_CHECK(ok, InvalidArgument, "contract channel_order " << channel_order << " with " << channels << " channels",
+    const bool ok = channels == 1   ? channel_order == ChannelOrder::kGray
+                    : channels == 3 ? channel_order == ChannelOrder::kRGB || channel_order == ChannelOrder::kBGR
+                                    : channel_order == ChannelOrder::kNone;
+    GB_CHECK(ok, InvalidArgument,
+             "contract channel_order " << name_of(channel_order) << " with " << channels << " channels",
              "use " + want + " for " + std::to_string(channels) + " channel" + (channels == 1 ? "" : "s"));
   } else {
-    GB_CHECK(channel_order == "none", InvalidArgument,
-             "contract channel_order " << channel_order << " for a feature vector", "use none for layout NC");
+    GB_CHECK(channel_order == ChannelOrder::kNone, InvalidArgument,
+             "contract channel_order " << name_of(channel_order) << " for a feature vector", "use none for layout NC");
   }
   for (double m : mean)
     GB_CHECK(std::isfinite(m), InvalidArgument, "contract preprocessing.mean holds " << m,

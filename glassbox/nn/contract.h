@@ -6,7 +6,7 @@
 //
 //   ModelContract c;
 //   c.input_shape = {3, 224, 224}; c.mean = {0.485, 0.456, 0.406}; c.std = {0.229, 0.224, 0.225};
-//   c.channel_order = "RGB"; c.labels = {"cat", "dog"}; c.num_classes = 2;
+//   c.channel_order = ChannelOrder::kRGB; c.labels = {"cat", "dog"}; c.num_classes = 2;
 //   write_contract("model.json", c);
 //   ModelContract back = read_contract("model.json");   // InvalidArgument/NotFound/DataLoss
 //
@@ -32,6 +32,33 @@
 
 namespace glassbox::nn {
 
+enum class InputDtype { kFloat32 };
+constexpr NameTable<InputDtype, 1> enum_names(InputDtype) { return {{{InputDtype::kFloat32, "float32"}}}; }
+static_assert(is_complete_table(enum_names(InputDtype{})));
+
+// NCHW: images [C, H, W] per sample; NC: feature vectors [F].
+enum class InputLayout { kNCHW, kNC };
+constexpr NameTable<InputLayout, 2> enum_names(InputLayout) {
+  return {{{InputLayout::kNCHW, "NCHW"}, {InputLayout::kNC, "NC"}}};
+}
+static_assert(is_complete_table(enum_names(InputLayout{})));
+
+enum class OutputKind { kLogits, kProbabilities };
+constexpr NameTable<OutputKind, 2> enum_names(OutputKind) {
+  return {{{OutputKind::kLogits, "logits"}, {OutputKind::kProbabilities, "probabilities"}}};
+}
+static_assert(is_complete_table(enum_names(OutputKind{})));
+
+// gray: 1 channel; RGB, BGR: 3 channels in that order; none: features or other channel counts.
+enum class ChannelOrder { kGray, kRGB, kBGR, kNone };
+constexpr NameTable<ChannelOrder, 4> enum_names(ChannelOrder) {
+  return {{{ChannelOrder::kGray, "gray"},
+           {ChannelOrder::kRGB, "RGB"},
+           {ChannelOrder::kBGR, "BGR"},
+           {ChannelOrder::kNone, "none"}}};
+}
+static_assert(is_complete_table(enum_names(ChannelOrder{})));
+
 struct ModelContract {
   std::string format = "glassbox-contract";
   std::int64_t version = 1;
@@ -40,18 +67,18 @@ struct ModelContract {
 
   std::string input_name = "input";
   std::vector<std::int64_t> input_shape;  // one sample, without the batch axis: {C, H, W} or {F}
-  std::string input_dtype = "float32";
-  std::string layout = "NCHW";             // NCHW (images) | NC (features)
+  InputDtype input_dtype = InputDtype::kFloat32;
+  InputLayout layout = InputLayout::kNCHW;
   std::vector<std::string> feature_names;  // NC: a name per feature (a CSV header's), or empty
 
   std::string output_name = "logits";
   std::int64_t num_classes = 0;
-  std::string output_kind = "logits";  // logits | probabilities
+  OutputKind output_kind = OutputKind::kLogits;
 
   double scale = 1.0;  // raw value -> [0, 1] (1/255 for uint8 images)
   std::vector<double> mean;
   std::vector<double> std;
-  std::string channel_order = "gray";  // gray (1 channel) | RGB | BGR (3) | none (features, other counts)
+  ChannelOrder channel_order = ChannelOrder::kGray;
 
   std::vector<std::string> labels;  // class names, index order; empty: "0".."K-1"
 

@@ -9,12 +9,12 @@ namespace glassbox::nn {
 namespace F = torch::nn::functional;
 
 void LossOptions::visit(FieldVisitor& v) {
-  v.choice("name", name, {"cross_entropy", "focal"}, "loss function");
+  v.choice("name", name, "loss function");
   v.field("label_smoothing", label_smoothing, "cross_entropy: share of probability mass spread uniformly");
   v.field("class_weights", class_weights, "cross_entropy: one weight per class (empty: none)");
   v.field("alpha", alpha, "focal: weighting factor");
   v.field("gamma", gamma, "focal: focusing exponent");
-  v.choice("reduction", reduction, {"mean", "sum", "none"}, "how per-sample losses are combined");
+  v.choice("reduction", reduction, "how per-sample losses are combined");
 }
 
 void LossOptions::validate() const {
@@ -24,7 +24,7 @@ void LossOptions::validate() const {
   GB_CHECK(alpha > 0, InvalidArgument, "loss.alpha must be > 0, got " << alpha, "use 1 or e.g. 0.25");
   for (double w : class_weights)
     GB_CHECK(w >= 0, InvalidArgument, "loss.class_weights must be >= 0, got " << w, "use positive weights");
-  GB_CHECK(!(name == "focal" && label_smoothing > 0), InvalidArgument,
+  GB_CHECK(!(name == LossKind::kFocal && label_smoothing > 0), InvalidArgument,
            "loss.label_smoothing = " << label_smoothing
                                      << " with the focal loss: both lower confidence and together starve the gradient",
            "set loss.label_smoothing = 0 when loss.name = \"focal\"");
@@ -43,21 +43,27 @@ Loss::Loss(LossOptions options, std::int64_t num_classes) : options_(std::move(o
 
 at::Tensor Loss::operator()(const at::Tensor& logits, const at::Tensor& targets) const {
   const auto& o = options_;
-  if (o.name == "cross_entropy") {
-    auto opts = F::CrossEntropyFuncOptions().label_smoothing(o.label_smoothing);
-    if (weights_.defined()) opts = opts.weight(weights_.to(logits.device(), logits.scalar_type()));
-    if (o.reduction == "sum")
-      opts = opts.reduction(torch::kSum);
-    else if (o.reduction == "none")
-      opts = opts.reduction(torch::kNone);
-    return F::cross_entropy(logits, targets, opts);
+  switch (o.name) {
+    case LossKind::kCrossEntropy: {
+      auto opts = F::CrossEntropyFuncOptions().label_smoothing(o.label_smoothing);
+      if (weights_.defined()) opts = opts.weight(weights_.to(logits.device(), logits.scalar_type()));
+      switch (o.reduction) {
+        case Reduction::kMean: opts = opts.reduction(torch::kMean); break;
+        case Reduction::kSum: opts = opts.reduction(torch::kSum); break;
+        case Reduction::kNone: opts = opts.reduction(torch::kNone); break;
+      }
+      return F::cross_entropy(logits, targets, opts);
+    }
+    case LossKind::kFocal: break;
   }
-  // focal
   at::Tensor ce = F::cross_entropy(logits, targets, F::CrossEntropyFuncOptions().reduction(torch::kNone));
   at::Tensor pt = torch::exp(-ce);
   at::Tensor loss = o.alpha * torch::pow(1 - pt, o.gamma) * ce;
-  if (o.reduction == "mean") return loss.mean();
-  if (o.reduction == "sum") return loss.sum();
+  switch (o.reduction) {
+    case Reduction::kMean: return loss.mean();
+    case Reduction::kSum: return loss.sum();
+    case Reduction::kNone: break;
+  }
   return loss;
 }
 

@@ -4,7 +4,7 @@
 //   focal: alpha * (1 - p_t)^gamma * CE, with p_t = exp(-CE) (the usual definition), where CE is
 //          the unweighted, unsmoothed per-sample cross-entropy; reduction mean | sum | none.
 //
-//   LossOptions o; o.name = "focal"; o.gamma = 2; o.alpha = 0.75;
+//   LossOptions o; o.name = LossKind::kFocal; o.gamma = 2; o.alpha = 0.75;
 //   Loss loss(o, /*num_classes=*/10);
 //   at::Tensor l = loss(logits, targets);   // logits [N, K] float, targets [N] int64 -> scalar
 //
@@ -21,13 +21,25 @@
 
 namespace glassbox::nn {
 
+enum class LossKind { kCrossEntropy, kFocal };
+constexpr NameTable<LossKind, 2> enum_names(LossKind) {
+  return {{{LossKind::kCrossEntropy, "cross_entropy"}, {LossKind::kFocal, "focal"}}};
+}
+static_assert(is_complete_table(enum_names(LossKind{})));
+
+enum class Reduction { kMean, kSum, kNone };
+constexpr NameTable<Reduction, 3> enum_names(Reduction) {
+  return {{{Reduction::kMean, "mean"}, {Reduction::kSum, "sum"}, {Reduction::kNone, "none"}}};
+}
+static_assert(is_complete_table(enum_names(Reduction{})));
+
 struct LossOptions {
-  std::string name = "cross_entropy";  // cross_entropy | focal
+  LossKind name = LossKind::kCrossEntropy;
   double label_smoothing = 0.0;
   std::vector<double> class_weights;  // empty: unweighted; else one weight per class
   double alpha = 1.0;                 // focal
   double gamma = 2.0;                 // focal
-  std::string reduction = "mean";     // mean | sum | none
+  Reduction reduction = Reduction::kMean;
 
   void visit(FieldVisitor& v);
   void validate() const;

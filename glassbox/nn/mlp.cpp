@@ -8,12 +8,11 @@ namespace glassbox::nn {
 
 void MlpOptions::visit(FieldVisitor& v) {
   v.field("hidden", hidden, "hidden layer sizes, input to output");
-  v.choice("activation", activation, {"relu", "gelu", "tanh", "silu", "leaky_relu"},
-           "activation after each hidden layer");
+  v.choice("activation", activation, "activation after each hidden layer");
   v.field("dropout", dropout, "dropout probability after each hidden activation");
-  v.choice("norm", norm, {"none", "batchnorm", "layernorm"}, "normalisation after each hidden linear layer");
+  v.choice("norm", norm, "normalisation after each hidden linear layer");
   v.field("bn_momentum", bn_momentum, "BatchNorm running-statistics momentum");
-  v.choice("output", output, {"logits", "softmax"}, "logits (what the losses expect) or softmax probabilities");
+  v.choice("output", output, "logits (what the losses expect) or softmax probabilities");
 }
 
 void MlpOptions::validate() const {
@@ -25,13 +24,15 @@ void MlpOptions::validate() const {
            "model.mlp.bn_momentum must be in (0, 1], got " << bn_momentum, "use 0.1 (PyTorch's default)");
 }
 
-torch::nn::AnyModule make_activation(const std::string& name) {
-  if (name == "relu") return torch::nn::AnyModule(torch::nn::ReLU());
-  if (name == "gelu") return torch::nn::AnyModule(torch::nn::GELU());
-  if (name == "tanh") return torch::nn::AnyModule(torch::nn::Tanh());
-  if (name == "silu") return torch::nn::AnyModule(torch::nn::SiLU());
-  if (name == "leaky_relu") return torch::nn::AnyModule(torch::nn::LeakyReLU());
-  GB_THROW(InvalidArgument, "unknown activation \"" << name << "\"", "use relu, gelu, tanh, silu or leaky_relu");
+torch::nn::AnyModule make_activation(Activation activation) {
+  switch (activation) {
+    case Activation::kRelu: return torch::nn::AnyModule(torch::nn::ReLU());
+    case Activation::kGelu: return torch::nn::AnyModule(torch::nn::GELU());
+    case Activation::kTanh: return torch::nn::AnyModule(torch::nn::Tanh());
+    case Activation::kSilu: return torch::nn::AnyModule(torch::nn::SiLU());
+    case Activation::kLeakyRelu: return torch::nn::AnyModule(torch::nn::LeakyReLU());
+  }
+  GB_THROW(Internal, "activation " << static_cast<int>(activation) << " is not in its table", "report this as a bug");
 }
 
 MlpImpl::MlpImpl(const MlpOptions& options, const ModelShape& shape) {
@@ -44,18 +45,23 @@ MlpImpl::MlpImpl(const MlpOptions& options, const ModelShape& shape) {
     const std::int64_t out = options.hidden[i];
     const std::string p = std::to_string(i);
     seq->push_back("fc" + p, torch::nn::Linear(in, out));
-    if (options.norm == "batchnorm") {
-      seq->push_back("bn" + p,
-                     torch::nn::BatchNorm1d(torch::nn::BatchNorm1dOptions(out).momentum(options.bn_momentum)));
-    } else if (options.norm == "layernorm") {
-      seq->push_back("ln" + p, torch::nn::LayerNorm(torch::nn::LayerNormOptions({out})));
+    switch (options.norm) {
+      case MlpNorm::kBatchNorm:
+        seq->push_back("bn" + p,
+                       torch::nn::BatchNorm1d(torch::nn::BatchNorm1dOptions(out).momentum(options.bn_momentum)));
+        break;
+      case MlpNorm::kLayerNorm:
+        seq->push_back("ln" + p, torch::nn::LayerNorm(torch::nn::LayerNormOptions({out})));
+        break;
+      case MlpNorm::kNone: break;
     }
     seq->push_back("act" + p, make_activation(options.activation));
     if (options.dropout > 0) seq->push_back("drop" + p, torch::nn::Dropout(options.dropout));
     in = out;
   }
   seq->push_back("head", torch::nn::Linear(in, shape.num_classes));
-  if (options.output == "softmax") seq->push_back("softmax", torch::nn::Softmax(torch::nn::SoftmaxOptions(1)));
+  if (options.output == MlpOutput::kSoftmax)
+    seq->push_back("softmax", torch::nn::Softmax(torch::nn::SoftmaxOptions(1)));
   body_ = register_module("body", seq);
 }
 

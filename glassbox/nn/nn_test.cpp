@@ -26,7 +26,7 @@ TEST(Zoo, ResNet18MatchesTorchvisionParameterCount) {
   // torchvision.models.resnet18(num_classes=10): 11,181,642 parameters.
   ModelOptions o;
   o.name = "resnet18";
-  o.resnet18.stem = "imagenet";
+  o.resnet18.stem = ResNetStem::kImagenet;
   auto m = make_model(o, ModelShape{{3, 64, 64}, 10});
   EXPECT_EQ(count_parameters(*m->module(), false), 11181642);
   auto params = m->module()->named_parameters();
@@ -37,7 +37,7 @@ TEST(Zoo, ResNet18MatchesTorchvisionParameterCount) {
 TEST(Zoo, MlpLayersFollowOptions) {
   ModelOptions o;
   o.mlp.hidden = {64, 32};
-  o.mlp.norm = "batchnorm";
+  o.mlp.norm = MlpNorm::kBatchNorm;
   o.mlp.dropout = 0.5;
   auto m = make_model(o, ModelShape{{20}, 4});
   // 20*64+64 + BN(64: 2*64) + 64*32+32 + BN(32) + 32*4+4
@@ -47,13 +47,13 @@ TEST(Zoo, MlpLayersFollowOptions) {
 TEST(Zoo, CnnGroupNormAndMomentum) {
   ModelOptions o;
   o.name = "cnn";
-  o.cnn.norm = "groupnorm";
+  o.cnn.norm = CnnNorm::kGroupNorm;
   o.cnn.groups = 4;
   auto m = make_model(o, ModelShape{{3, 32, 32}, 7});
   EXPECT_TRUE(m->module()->named_parameters().contains("features.gn0_0.weight"));
   o.cnn.groups = 5;
   EXPECT_THROW(make_model(o, ModelShape{{3, 32, 32}, 7}), Error);
-  o.cnn.norm = "batchnorm";
+  o.cnn.norm = CnnNorm::kBatchNorm;
   o.cnn.bn_momentum = 0.01;
   m = make_model(o, ModelShape{{3, 32, 32}, 7});
   int bns = 0;
@@ -100,9 +100,9 @@ TEST(LossReference, MatchesPyTorch) {
   int checked = 0;
   for (const auto& c : j["cases"]) {
     LossOptions o;
-    o.name = c["name"];
-    o.reduction = c["reduction"];
-    if (o.name == "cross_entropy") {
+    ASSERT_TRUE(parse_name(c["name"].get<std::string>(), o.name)) << c.dump();
+    ASSERT_TRUE(parse_name(c["reduction"].get<std::string>(), o.reduction)) << c.dump();
+    if (o.name == LossKind::kCrossEntropy) {
       o.label_smoothing = c["label_smoothing"];
       o.class_weights = c["class_weights"].get<std::vector<double>>();
     } else {
@@ -127,7 +127,7 @@ TEST(Loss, RejectsBadOptions) {
   o.class_weights = {1, 2};
   EXPECT_THROW(Loss(o, 3), Error);
   LossOptions f;
-  f.name = "focal";
+  f.name = LossKind::kFocal;
   f.label_smoothing = 0.1;
   EXPECT_THROW(Loss(f, 3), Error);
 }
@@ -157,11 +157,11 @@ TEST(Stages, ComposeToTheForwardPassOfEveryConvolutionalModel) {
     o.name = "resnet18";
     o.resnet18.width = 8;
     cases.push_back({o, {3, 32, 32}, {"conv1", "relu", "layer1.0", "layer4.1", "avgpool", "fc"}});
-    o.resnet18.stem = "imagenet";
+    o.resnet18.stem = ResNetStem::kImagenet;
     cases.push_back({o, {3, 64, 64}, {"maxpool", "layer4.1"}});
   }
   for (auto& c : cases) {
-    SCOPED_TRACE(c.opts.name + " " + c.opts.resnet18.stem);
+    SCOPED_TRACE(c.opts.name + " " + std::string(name_of(c.opts.resnet18.stem)));
     auto m = make_model(c.opts, ModelShape{c.shape, 7});
     m->module()->eval();
     std::vector<std::int64_t> xs{4};

@@ -9,8 +9,7 @@ namespace glassbox::nn {
 namespace tnn = torch::nn;
 
 void ResNetOptions::visit(FieldVisitor& v) {
-  v.choice("stem", stem, {"small", "imagenet"},
-           "small: 3x3 stride-1 stem for small images; imagenet: 7x7/2 + max-pool");
+  v.choice("stem", stem, "small: 3x3 stride-1 stem for small images; imagenet: 7x7/2 + max-pool");
   v.field("width", width, "channels of the first stage");
   v.field("zero_init_residual", zero_init_residual, "zero-initialise the last BN of each block");
   v.field("bn_momentum", bn_momentum, "BatchNorm running-statistics momentum");
@@ -47,7 +46,7 @@ ResNet18Impl::ResNet18Impl(const ResNetOptions& options, const ModelShape& shape
   GB_CHECK(shape.input_shape.size() == 3, InvalidArgument,
            "resnet18 needs image inputs [C, H, W], got a sample shape of rank " << shape.input_shape.size(),
            "use model.name = \"mlp\"");
-  imagenet_stem_ = options.stem == "imagenet";
+  imagenet_stem_ = options.stem == ResNetStem::kImagenet;
   const std::int64_t in = shape.input_shape[0];
   const std::int64_t w = options.width;
   if (imagenet_stem_) {

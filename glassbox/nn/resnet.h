@@ -16,9 +16,17 @@
 
 namespace glassbox::nn {
 
+// small: a 3x3 stride-1 convolution, no max-pool (CIFAR-sized inputs);
+// imagenet: torchvision's 7x7 stride-2 convolution and 3x3 max-pool.
+enum class ResNetStem { kSmall, kImagenet };
+constexpr NameTable<ResNetStem, 2> enum_names(ResNetStem) {
+  return {{{ResNetStem::kSmall, "small"}, {ResNetStem::kImagenet, "imagenet"}}};
+}
+static_assert(is_complete_table(enum_names(ResNetStem{})));
+
 struct ResNetOptions {
-  std::string stem = "small";  // small | imagenet
-  std::int64_t width = 64;     // channels of the first stage (doubling per stage)
+  ResNetStem stem = ResNetStem::kSmall;
+  std::int64_t width = 64;  // channels of the first stage (doubling per stage)
   bool zero_init_residual = false;
   double bn_momentum = 0.1;
 

@@ -13,8 +13,8 @@
 namespace glassbox::train {
 namespace {
 
-double worst(const std::string& mode) {
-  return mode == "min" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+double worst(MetricMode mode) {
+  return mode == MetricMode::kMin ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
 }
 
 std::string fmt_metric(double v) { return fmt::format("{:.4f}", v); }
@@ -25,7 +25,7 @@ std::string fmt_metric(double v) { return fmt::format("{:.4f}", v); }
 
 void CheckpointOptions::visit(FieldVisitor& v) {
   v.field("monitor", monitor, "metric that ranks checkpoints (\"\": keep the latest)");
-  v.choice("mode", mode, {"min", "max"}, "whether lower or higher is better");
+  v.choice("mode", mode, "whether lower or higher is better");
   v.field("save_top_k", save_top_k, "best checkpoints kept (-1: all, 0: none besides last)");
   v.field("save_last", save_last, "also keep last.ckpt");
   v.field("save_weights_only", save_weights_only, "store weights only (cannot resume)");
@@ -53,7 +53,7 @@ std::filesystem::path ModelCheckpoint::dir(const Trainer& t) const {
   return options_.dirpath.empty() ? t.run_dir() / "checkpoints" : std::filesystem::path(options_.dirpath);
 }
 
-bool ModelCheckpoint::better(double a, double b) const { return options_.mode == "min" ? a < b : a > b; }
+bool ModelCheckpoint::better(double a, double b) const { return options_.mode == MetricMode::kMin ? a < b : a > b; }
 
 namespace {
 
@@ -177,7 +177,7 @@ nlohmann::json ModelCheckpoint::state() const {
   nlohmann::json top = nlohmann::json::array();
   for (const auto& s : top_) top.push_back({{"path", s.path}, {"score", s.score}});
   return {{"best_model_path", best_path_}, {"best_model_score", best_score_}, {"top", top},
-          {"last_model_path", last_path_}, {"monitor", options_.monitor},     {"mode", options_.mode}};
+          {"last_model_path", last_path_}, {"monitor", options_.monitor},     {"mode", name_of(options_.mode)}};
 }
 
 void ModelCheckpoint::load_state(const nlohmann::json& s) {
@@ -195,7 +195,7 @@ void ModelCheckpoint::load_state(const nlohmann::json& s) {
 void EarlyStoppingOptions::visit(FieldVisitor& v) {
   v.field("enabled", enabled, "stop when the monitored metric stops improving");
   v.field("monitor", monitor, "metric to watch");
-  v.choice("mode", mode, {"min", "max"}, "whether lower or higher is better");
+  v.choice("mode", mode, "whether lower or higher is better");
   v.field("min_delta", min_delta, "smallest change that counts as an improvement");
   v.field("patience", patience, "validation checks without improvement before stopping");
   v.field("check_finite", check_finite, "stop when the metric becomes NaN or infinite");
@@ -224,7 +224,7 @@ void EarlyStopping::on_validation_end(Trainer& t) {
   GB_CHECK(it != t.callback_metrics().end(), FailedPrecondition,
            "early_stopping.monitor = \"" << options_.monitor << "\" was not computed", "monitor val_loss or val_acc");
   const double v = it->second;
-  const bool min = options_.mode == "min";
+  const bool min = options_.mode == MetricMode::kMin;
   if (options_.check_finite && !std::isfinite(v)) {
     reason_ = fmt::format("{} = {} is not finite; previous best {}", options_.monitor, v, fmt_metric(best_));
   } else if (options_.use_stopping_threshold &&

@@ -21,13 +21,14 @@
 #include "glassbox/base/config.h"
 #include "glassbox/base/progress.h"
 #include "glassbox/train/callback.h"
+#include "glassbox/train/metric_mode.h"
 
 namespace glassbox::train {
 
 struct CheckpointOptions {
   std::string monitor = "val_loss";  // "" : no monitoring, keep the latest
-  std::string mode = "min";          // min | max
-  std::int64_t save_top_k = 1;       // -1: all, 0: none (only last)
+  MetricMode mode = MetricMode::kMin;
+  std::int64_t save_top_k = 1;  // -1: all, 0: none (only last)
   bool save_last = true;
   bool save_weights_only = false;
   bool save_trainable_only = false;  // frozen parameters and buffers are not stored
@@ -77,7 +78,7 @@ class ModelCheckpoint final : public Callback {
 struct EarlyStoppingOptions {
   bool enabled = false;
   std::string monitor = "val_loss";
-  std::string mode = "min";
+  MetricMode mode = MetricMode::kMin;
   double min_delta = 0.0;
   std::int64_t patience = 3;
   bool check_finite = true;

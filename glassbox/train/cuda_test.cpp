@@ -45,10 +45,10 @@ double train_on_cuda(const std::string& precision) {
   TrainerOptions t;
   t.max_epochs = 5;
   t.device = "cuda";
-  t.precision = precision;
+  t.precision = enum_of<PrecisionMode>(precision);
   t.enable_progress_bar = false;
   OptimizerOptions o;
-  o.name = "adamw";
+  o.name = OptimizerKind::kAdamW;
   o.lr = 3e-3;
   CudaToyData data;
   Trainer trainer(t, o, SchedulerOptions{});

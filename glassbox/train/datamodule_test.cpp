@@ -26,7 +26,7 @@ TEST(StandardDataModule, InfoCarriesTheCsvHeaderAndClassNames) {
     std::ofstream(d / "test.csv") << "sepal,species,petal\n1,setosa,2\n";
   }
   DataModuleOptions o;
-  o.source.format = "csv";
+  o.source.format = data::DataFormat::kCsv;
   o.source.root = d.string();
   o.source.label_column = "species";
   o.source.val_size = 0.25;
@@ -51,7 +51,7 @@ TEST(StandardDataModule, ArraysHaveNoFeatureNames) {
   data::write_npy(d / "test_x.npy", torch::rand({4, 3}));
   data::write_npy(d / "test_y.npy", torch::arange(4) % 2);
   DataModuleOptions o;
-  o.source.format = "npy";
+  o.source.format = data::DataFormat::kNpy;
   o.source.root = d.string();
   StandardDataModule dm(o);
   dm.setup();

@@ -18,6 +18,17 @@
 
 namespace glassbox::train {
 
+// On a NaN/Inf loss or gradient: localise it, then stop the run, skip the batch or go on; kOff
+// does not watch.
+enum class NonFiniteAction { kStop, kSkip, kContinue, kOff };
+constexpr NameTable<NonFiniteAction, 4> enum_names(NonFiniteAction) {
+  return {{{NonFiniteAction::kStop, "stop"},
+           {NonFiniteAction::kSkip, "skip"},
+           {NonFiniteAction::kContinue, "continue"},
+           {NonFiniteAction::kOff, "off"}}};
+}
+static_assert(is_complete_table(enum_names(NonFiniteAction{})));
+
 struct DiagnosticsOptions {
   std::int64_t probe_every_n_steps = 50;  // 0: no probes
   bool activations = true;                // record per-layer activation statistics on probe steps
@@ -28,7 +39,7 @@ struct DiagnosticsOptions {
   // The total gradient norm of every step (history, TensorBoard). Off: on logging and probe steps
   // (one extra pass over the gradients per step: ~5-15 % for small models on a CPU).
   bool grad_norm_every_step = false;
-  std::string nonfinite = "stop";      // on a NaN/Inf loss or gradient: stop | skip | continue | off
+  NonFiniteAction nonfinite = NonFiniteAction::kStop;
   std::int64_t dead_after_probes = 5;  // a layer whose gradient std is 0 for this many probes is dead
   double grad_norm_low = 1e-2;         // the usual reading: below, the learning rate may be too small
   double grad_norm_high = 100.0;       // above, explosion is near
@@ -42,7 +53,7 @@ struct DiagnosticsOptions {
             "histograms on the probe steps that are multiples of N (they cost more than the probes)");
     v.field("tensorboard", tensorboard, "write TensorBoard event files into the run directory");
     v.field("grad_norm_every_step", grad_norm_every_step, "compute and log the total gradient norm at every step");
-    v.choice("nonfinite", nonfinite, {"stop", "skip", "continue", "off"},
+    v.choice("nonfinite", nonfinite,
              "on a NaN/Inf loss or gradient: localise it, then stop, skip the batch or continue");
     v.field("dead_after_probes", dead_after_probes,
             "probes with zero gradient std after which a layer is reported dead");

@@ -9,7 +9,7 @@
 namespace glassbox::train {
 
 void OptimizerOptions::visit(FieldVisitor& v) {
-  v.choice("name", name, {"sgd", "adam", "adamw"}, "optimiser");
+  v.choice("name", name, "optimiser");
   v.field("lr", lr, "learning rate (schedulers scale from this)");
   v.field("weight_decay", weight_decay, "sgd/adam: L2 penalty added to the gradient; adamw: decoupled decay");
   v.field("momentum", momentum, "sgd: momentum factor");
@@ -18,8 +18,7 @@ void OptimizerOptions::visit(FieldVisitor& v) {
   v.field("betas", betas, "adam/adamw: [beta1, beta2]");
   v.field("eps", eps, "adam/adamw: term added to the denominator");
   v.field("amsgrad", amsgrad, "adam/adamw: AMSGrad variant");
-  v.choice("implementation", implementation, {"auto", "fused", "foreach"},
-           "kernel family: fused (adam/adamw), foreach, or auto");
+  v.choice("implementation", implementation, "kernel family: fused (adam/adamw), foreach, or auto");
   v.field("no_decay_for_bias_and_norm", no_decay_for_bias_and_norm, "exclude biases and 1-d weights from weight decay");
 }
 
@@ -42,7 +41,7 @@ std::vector<ParamGroup> make_param_groups(const torch::nn::Module& module, const
   ParamGroup decay, no_decay;
   decay.lr = no_decay.lr = options.lr;
   decay.weight_decay = options.weight_decay;
-  decay.momentum = no_decay.momentum = options.name == "sgd" ? options.momentum : options.betas.at(0);
+  decay.momentum = no_decay.momentum = options.name == OptimizerKind::kSgd ? options.momentum : options.betas.at(0);
   no_decay.weight_decay = 0.0;
   for (const auto& item : module.named_parameters(/*recurse=*/true)) {
     const at::Tensor& p = item.value();
@@ -62,10 +61,10 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, OptimizerOptions options)
     : options_(std::move(options)), groups_(std::move(groups)) {
   options_.validate();
   for (auto& g : groups_) slots_.emplace_back(g.params.size());
-  if (options_.name == "sgd") {
+  if (options_.name == OptimizerKind::kSgd) {
     impl_ = "foreach";
   } else {
-    impl_ = options_.implementation == "foreach" ? "foreach" : "fused";
+    impl_ = options_.implementation == OptimizerImpl::kForeach ? "foreach" : "fused";
   }
 }
 
@@ -93,10 +92,10 @@ void Optimizer::zero_grad(bool set_to_none) {
 void Optimizer::step() {
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < groups_.size(); ++i) {
-    if (options_.name == "sgd")
+    if (options_.name == OptimizerKind::kSgd)
       step_sgd(groups_[i], slots_[i]);
     else
-      step_adam(groups_[i], slots_[i], options_.name == "adamw");
+      step_adam(groups_[i], slots_[i], options_.name == OptimizerKind::kAdamW);
   }
 }
 
@@ -219,7 +218,7 @@ TensorMap Optimizer::state_tensors() const {
 
 nlohmann::json Optimizer::state_json() const {
   nlohmann::json j;
-  j["name"] = options_.name;
+  j["name"] = name_of(options_.name);
   j["lrs"] = lrs();
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : groups_)
@@ -229,8 +228,8 @@ nlohmann::json Optimizer::state_json() const {
 }
 
 void Optimizer::load_state(const SafetensorsFile& tensors, const nlohmann::json& json) {
-  GB_CHECK(json.value("name", "") == options_.name, FailedPrecondition,
-           "the checkpoint's optimiser is " << json.value("name", "?") << ", this run uses " << options_.name,
+  GB_CHECK(json.value("name", "") == name_of(options_.name), FailedPrecondition,
+           "the checkpoint's optimiser is " << json.value("name", "?") << ", this run uses " << name_of(options_.name),
            "resume with the same optim.name, or start a new run");
   const auto lrs_saved = json.at("lrs").get<std::vector<double>>();
   GB_CHECK(lrs_saved.size() == groups_.size(), FailedPrecondition,

@@ -25,8 +25,21 @@
 
 namespace glassbox::train {
 
+enum class OptimizerKind { kSgd, kAdam, kAdamW };
+constexpr NameTable<OptimizerKind, 3> enum_names(OptimizerKind) {
+  return {{{OptimizerKind::kSgd, "sgd"}, {OptimizerKind::kAdam, "adam"}, {OptimizerKind::kAdamW, "adamw"}}};
+}
+static_assert(is_complete_table(enum_names(OptimizerKind{})));
+
+// auto: fused where the device supports it, else foreach (PyTorch's own default order).
+enum class OptimizerImpl { kAuto, kFused, kForeach };
+constexpr NameTable<OptimizerImpl, 3> enum_names(OptimizerImpl) {
+  return {{{OptimizerImpl::kAuto, "auto"}, {OptimizerImpl::kFused, "fused"}, {OptimizerImpl::kForeach, "foreach"}}};
+}
+static_assert(is_complete_table(enum_names(OptimizerImpl{})));
+
 struct OptimizerOptions {
-  std::string name = "adam";  // sgd | adam | adamw
+  OptimizerKind name = OptimizerKind::kAdam;
   double lr = 1e-3;
   double weight_decay = 0.0;              // sgd/adam: L2 added to the gradient; adamw: decoupled
   double momentum = 0.0;                  // sgd
@@ -35,7 +48,7 @@ struct OptimizerOptions {
   std::vector<double> betas{0.9, 0.999};  // adam/adamw
   double eps = 1e-8;
   bool amsgrad = false;
-  std::string implementation = "auto";      // auto | fused | foreach
+  OptimizerImpl implementation = OptimizerImpl::kAuto;
   bool no_decay_for_bias_and_norm = false;  // put biases and 1-d (norm) weights in a group without weight decay
 
   void visit(FieldVisitor& v);

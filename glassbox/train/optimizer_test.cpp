@@ -20,20 +20,20 @@ TEST(OptimizerReference, MatchesTorchOptimAfterSixSteps) {
     for (const std::string impl : {"fused", "foreach"}) {
       OptimizerOptions o;
       const auto& cfg = c["options"];
-      o.name = cfg["name"];
+      o.name = enum_of<OptimizerKind>(cfg["name"].get<std::string>());
       o.lr = cfg["lr"];
       o.momentum = cfg.value("momentum", 0.0);
       o.dampening = cfg.value("dampening", 0.0);
       o.nesterov = cfg.value("nesterov", false);
-      o.weight_decay = cfg.value("weight_decay", o.name == "adamw" ? 0.01 : 0.0);
+      o.weight_decay = cfg.value("weight_decay", o.name == OptimizerKind::kAdamW ? 0.01 : 0.0);
       o.amsgrad = cfg.value("amsgrad", false);
       o.eps = cfg.value("eps", 1e-8);
       if (cfg.contains("betas")) o.betas = cfg["betas"].get<std::vector<double>>();
-      o.implementation = impl;
+      o.implementation = enum_of<OptimizerImpl>(impl);
       ParamGroup g;
       g.lr = o.lr;
       g.weight_decay = o.weight_decay;
-      g.momentum = o.name == "sgd" ? o.momentum : o.betas[0];
+      g.momentum = o.name == OptimizerKind::kSgd ? o.momentum : o.betas[0];
       for (std::size_t i = 0; i < ref["params"].size(); ++i) {
         g.params.push_back(from_json(ref["params"][i], ref["shapes"][i]).set_requires_grad(true));
         g.names.push_back("p" + std::to_string(i));
@@ -59,7 +59,7 @@ TEST(Optimizer, StateRoundTripContinuesIdentically) {
   torch::manual_seed(0);
   for (const std::string name : {"sgd", "adamw"}) {
     OptimizerOptions o;
-    o.name = name;
+    o.name = enum_of<OptimizerKind>(name);
     o.momentum = 0.9;
     auto make = [&](at::Tensor init) {
       ParamGroup g;

@@ -24,14 +24,16 @@ AutocastScope::~AutocastScope() {
   at::autocast::set_autocast_dtype(device_, prev_dtype_);
 }
 
-Precision::Precision(const std::string& mode, c10::Device device) : mode_(mode), device_(device) {
-  if (mode == "32") return;
-  if (mode == "bf16-mixed") {
-    autocast_ = true;
-    dtype_ = c10::kBFloat16;
-    return;
+Precision::Precision(PrecisionMode mode, c10::Device device) : mode_(mode), device_(device) {
+  switch (mode) {
+    case PrecisionMode::k32: return;
+    case PrecisionMode::kBf16Mixed:
+      autocast_ = true;
+      dtype_ = c10::kBFloat16;
+      return;
+    case PrecisionMode::k16Mixed: break;
   }
-  if (mode == "16-mixed") {
+  {
     GB_CHECK(device.is_cuda(), InvalidArgument,
              "trainer.precision = \"16-mixed\" needs a CUDA device, this run uses " << device.str(),
              "use trainer.precision = \"bf16-mixed\" on CPU");
@@ -42,9 +44,7 @@ Precision::Precision(const std::string& mode, c10::Device device) : mode_(mode),
     scale_ = torch::full({1}, 65536.0, opts);
     growth_tracker_ = torch::zeros({1}, opts.dtype(torch::kInt));
     found_inf_tensor_ = torch::zeros({1}, opts);
-    return;
   }
-  GB_THROW(InvalidArgument, "unknown precision \"" << mode << "\"", "use 32, bf16-mixed or 16-mixed");
 }
 
 std::unique_ptr<AutocastScope> Precision::autocast() const {

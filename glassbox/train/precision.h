@@ -1,6 +1,6 @@
 // Mixed precision: autocast scopes and the fp16 gradient scaler.
 //
-//   Precision p("bf16-mixed", device);     // "32" | "bf16-mixed" | "16-mixed" (CUDA only)
+//   Precision p(PrecisionMode::kBf16Mixed, device);   // k32 | kBf16Mixed | k16Mixed (CUDA only)
 //   { auto scope = p.autocast(); out = task.training_step(batch); }
 //   p.scale(loss).backward(); p.unscale(params); clip(...); if (p.step_ok()) opt.step(); p.update();
 //
@@ -15,6 +15,8 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+
+#include "glassbox/train/trainer_options.h"
 
 namespace glassbox::train {
 
@@ -34,7 +36,7 @@ class AutocastScope {
 
 class Precision {
  public:
-  Precision(const std::string& mode, c10::Device device);
+  Precision(PrecisionMode mode, c10::Device device);
   std::unique_ptr<AutocastScope> autocast() const;
   bool uses_scaler() const { return scaler_; }
   at::Tensor scale(const at::Tensor& loss) const;
@@ -45,10 +47,10 @@ class Precision {
   double current_scale() const;
   at::Tensor scaler_state() const;  // [scale, growth_tracker] float64
   void load_scaler_state(const at::Tensor& state);
-  const std::string& mode() const { return mode_; }
+  PrecisionMode mode() const { return mode_; }
 
  private:
-  std::string mode_;
+  PrecisionMode mode_;
   c10::Device device_;
   bool autocast_ = false;
   c10::ScalarType dtype_ = c10::kFloat;

@@ -246,7 +246,7 @@ class WarmRestartsScheduler final : public Schedule {
 class OneCycleScheduler final : public LrScheduler {
  public:
   OneCycleScheduler(const std::vector<double>& max_lrs, const SchedulerOptions& o, std::int64_t total_steps)
-      : LrScheduler(max_lrs), total_steps_(total_steps), cos_(o.anneal_strategy == "cos") {
+      : LrScheduler(max_lrs), total_steps_(total_steps), cos_(o.anneal_strategy == AnnealStrategy::kCos) {
     const auto n = static_cast<double>(total_steps);
     for (double m : max_lrs) {
       const double initial = m / o.div_factor;
@@ -342,8 +342,8 @@ class PlateauScheduler final : public LrScheduler {
  public:
   PlateauScheduler(std::vector<double> base, const SchedulerOptions& o)
       : LrScheduler(std::move(base)),
-        max_mode_(o.mode == "max"),
-        rel_(o.threshold_mode == "rel"),
+        max_mode_(o.mode == MetricMode::kMax),
+        rel_(o.threshold_mode == ThresholdMode::kRel),
         factor_(o.factor),
         patience_(o.patience),
         threshold_(o.threshold),
@@ -523,11 +523,8 @@ void LrScheduler::load_state(const json& s) {
 // ---- options -----------------------------------------------------------------------------------
 
 void SchedulerOptions::visit(FieldVisitor& v) {
-  v.choice(
-      "name", name,
-      {"none", "step", "multistep", "exponential", "cosine", "cosine_warm_restarts", "onecycle", "linear", "plateau"},
-      "learning-rate schedule (torch.optim.lr_scheduler equivalent: see docs/schedulers.md)");
-  v.choice("interval", interval, {"step", "epoch"}, "one scheduler step per optimizer step or per epoch");
+  v.choice("name", name, "learning-rate schedule (torch.optim.lr_scheduler equivalent: see docs/schedulers.md)");
+  v.choice("interval", interval, "one scheduler step per optimizer step or per epoch");
   v.field("step_size", step_size, "step: period of the decay, in intervals");
   v.field("gamma", gamma, "step, multistep, exponential: multiplicative decay factor");
   v.field("milestones", milestones, "multistep: intervals at which the lr is multiplied by gamma (increasing)");
@@ -538,7 +535,7 @@ void SchedulerOptions::visit(FieldVisitor& v) {
   v.field("max_lr", max_lr, "onecycle: peak lr, one for all groups or one per group (empty: the groups' lr)");
   v.field("total_steps", total_steps, "onecycle: length of the cycle in intervals (0: the whole run)");
   v.field("pct_start", pct_start, "onecycle: share of the cycle spent raising the lr");
-  v.choice("anneal_strategy", anneal_strategy, {"cos", "linear"}, "onecycle: annealing shape");
+  v.choice("anneal_strategy", anneal_strategy, "onecycle: annealing shape");
   v.field("cycle_momentum", cycle_momentum, "onecycle: cycle momentum (SGD) / beta1 (Adam) inversely to the lr");
   v.field("base_momentum", base_momentum, "onecycle: momentum at the peak lr");
   v.field("max_momentum", max_momentum, "onecycle: momentum at the start and the end");
@@ -549,11 +546,11 @@ void SchedulerOptions::visit(FieldVisitor& v) {
   v.field("end_factor", end_factor, "linear: lr factor after total_iters");
   v.field("total_iters", total_iters, "linear: intervals from start_factor to end_factor");
   v.field("monitor", monitor, "plateau: logged metric whose value each step() receives, e.g. val_loss");
-  v.choice("mode", mode, {"min", "max"}, "plateau: whether the metric should fall (min) or rise (max)");
+  v.choice("mode", mode, "plateau: whether the metric should fall (min) or rise (max)");
   v.field("factor", factor, "plateau: lr multiplier on a plateau");
   v.field("patience", patience, "plateau: intervals without improvement before reducing");
   v.field("threshold", threshold, "plateau: least change that counts as an improvement");
-  v.choice("threshold_mode", threshold_mode, {"rel", "abs"}, "plateau: threshold relative to the best or absolute");
+  v.choice("threshold_mode", threshold_mode, "plateau: threshold relative to the best or absolute");
   v.field("cooldown", cooldown, "plateau: intervals to wait after a reduction");
   v.field("min_lr", min_lr, "plateau: lower bound of the lr, one for all groups or one per group");
   v.field("eps", eps, "plateau: smallest lr change that is applied");
@@ -564,40 +561,44 @@ void SchedulerOptions::visit(FieldVisitor& v) {
 void SchedulerOptions::validate() const {
   // need(ok, field, what it must be, the value, hint)
   const auto need = [&](bool ok, const char* field, const char* must, const auto& got, const char* hint) {
-    GB_CHECK(
-        ok, InvalidArgument,
-        "scheduler." << field << " must be " << must << ", got " << got << " (scheduler.name = \"" << name << "\")",
-        hint);
+    GB_CHECK(ok, InvalidArgument,
+             "scheduler." << field << " must be " << must << ", got " << got << " (scheduler.name = \"" << name_of(name)
+                          << "\")",
+             hint);
   };
   need(warmup_steps >= 0, "warmup_steps", ">= 0", warmup_steps, "use 0 for no warm-up");
   if (warmup_steps > 0) {
     need(warmup_start_factor > 0 && warmup_start_factor <= 1, "warmup_start_factor", "in (0, 1]", warmup_start_factor,
          "use e.g. 0.01");
-    need(name != "onecycle" && name != "plateau", "warmup_steps", "0 with this scheduler", warmup_steps,
-         name == "onecycle" ? "onecycle has its own warm-up: set scheduler.pct_start and scheduler.div_factor"
-                            : "set it to 0 (PyTorch's SequentialLR does not take ReduceLROnPlateau)");
+    need(name != SchedulerKind::kOnecycle && name != SchedulerKind::kPlateau, "warmup_steps", "0 with this scheduler",
+         warmup_steps,
+         name == SchedulerKind::kOnecycle
+             ? "onecycle has its own warm-up: set scheduler.pct_start and scheduler.div_factor"
+             : "set it to 0 (PyTorch's SequentialLR does not take ReduceLROnPlateau)");
   }
-  if (name == "step") need(step_size >= 1, "step_size", ">= 1", step_size, "set the decay period in intervals");
-  if (name == "step" || name == "multistep" || name == "exponential") {
+  if (name == SchedulerKind::kStep)
+    need(step_size >= 1, "step_size", ">= 1", step_size, "set the decay period in intervals");
+  if (name == SchedulerKind::kStep || name == SchedulerKind::kMultistep || name == SchedulerKind::kExponential) {
     need(gamma > 0 && std::isfinite(gamma), "gamma", "> 0", gamma,
          "use e.g. 0.1 (step, multistep), 0.95 (exponential)");
   }
-  if (name == "multistep") {
+  if (name == SchedulerKind::kMultistep) {
     need(!milestones.empty(), "milestones", "a non-empty list", "[]", "e.g. milestones = [30, 60, 90]");
     for (std::size_t i = 0; i < milestones.size(); ++i) {
       need(milestones[i] >= 0 && (i == 0 || milestones[i] > milestones[i - 1]), "milestones",
            "non-negative and strictly increasing", milestones[i], "sort the milestones and remove duplicates");
     }
   }
-  if (name == "cosine") need(t_max >= 0, "t_max", ">= 1 (or 0: the rest of the run)", t_max, "e.g. t_max = 100");
-  if (name == "cosine" || name == "cosine_warm_restarts") {
+  if (name == SchedulerKind::kCosine)
+    need(t_max >= 0, "t_max", ">= 1 (or 0: the rest of the run)", t_max, "e.g. t_max = 100");
+  if (name == SchedulerKind::kCosine || name == SchedulerKind::kCosineWarmRestarts) {
     need(eta_min >= 0 && std::isfinite(eta_min), "eta_min", ">= 0", eta_min, "use 0 or a small lr such as 1e-6");
   }
-  if (name == "cosine_warm_restarts") {
+  if (name == SchedulerKind::kCosineWarmRestarts) {
     need(t_0 >= 1, "t_0", ">= 1", t_0, "set the intervals until the first restart");
     need(t_mult >= 1, "t_mult", "an integer >= 1", t_mult, "use 1 (equal periods) or 2 (doubling periods)");
   }
-  if (name == "onecycle") {
+  if (name == SchedulerKind::kOnecycle) {
     for (double m : max_lr) {
       need(m > 0 && std::isfinite(m), "max_lr", "> 0", m,
            "give the peak lr, or leave it empty to peak at the optimizer's lr");
@@ -609,12 +610,12 @@ void SchedulerOptions::validate() const {
     need(base_momentum >= 0 && base_momentum <= 1, "base_momentum", "in [0, 1]", base_momentum, "use e.g. 0.85");
     need(max_momentum >= 0 && max_momentum <= 1, "max_momentum", "in [0, 1]", max_momentum, "use e.g. 0.95");
   }
-  if (name == "linear") {
+  if (name == SchedulerKind::kLinear) {
     need(start_factor > 0 && start_factor <= 1, "start_factor", "in (0, 1]", start_factor, "use e.g. 1/3");
     need(end_factor >= 0 && end_factor <= 1, "end_factor", "in [0, 1]", end_factor, "use e.g. 1.0");
     need(total_iters >= 1, "total_iters", ">= 1", total_iters, "use e.g. 5");
   }
-  if (name == "plateau") {
+  if (name == SchedulerKind::kPlateau) {
     need(!monitor.empty(), "monitor", "a metric name", "\"\"", "e.g. monitor = \"val_loss\"");
     need(factor >= 0 && factor < 1, "factor", "in [0, 1)", factor, "use e.g. 0.1");
     need(patience >= 0, "patience", ">= 0", patience, "use e.g. 10");
@@ -638,7 +639,7 @@ std::unique_ptr<LrScheduler> make_scheduler(const SchedulerOptions& o, std::vect
              "check optimizer.lr");
   }
   // Intervals in the whole run (0 when it cannot be derived).
-  const std::int64_t per_epoch = o.interval == "step" ? steps_per_epoch : 1;
+  const std::int64_t per_epoch = o.interval == SchedulerInterval::kStep ? steps_per_epoch : 1;
   const std::int64_t run = (per_epoch > 0 && max_epochs > 0) ? per_epoch * max_epochs : 0;
   const auto derived = [&](const char* field) {
     GB_CHECK(run > 0, InvalidArgument,
@@ -648,48 +649,58 @@ std::unique_ptr<LrScheduler> make_scheduler(const SchedulerOptions& o, std::vect
     return run;
   };
 
-  if (o.name == "onecycle") {
+  if (o.name == SchedulerKind::kOnecycle) {
     const std::int64_t total = o.total_steps > 0 ? o.total_steps : derived("total_steps");
     std::vector<double> max_lrs = o.max_lr.empty() ? base_lrs : per_group(o.max_lr, base_lrs.size(), "max_lr");
     return std::make_unique<OneCycleScheduler>(max_lrs, o, total);
   }
-  if (o.name == "plateau") return std::make_unique<PlateauScheduler>(std::move(base_lrs), o);
+  if (o.name == SchedulerKind::kPlateau) return std::make_unique<PlateauScheduler>(std::move(base_lrs), o);
 
   std::unique_ptr<Schedule> main;
   const double gamma = o.gamma;
-  if (o.name == "none") {
-    main = std::make_unique<ClosedFormScheduler>("none", base_lrs, [](double b, std::int64_t) { return b; });
-  } else if (o.name == "step") {  // StepLR: base * gamma ** (k // step_size)
-    main = std::make_unique<ClosedFormScheduler>("step", base_lrs, [gamma, n = o.step_size](double b, std::int64_t k) {
-      const std::int64_t decays = k / n;  // k >= 0: Python's k // n
-      return b * std::pow(gamma, static_cast<double>(decays));
-    });
-  } else if (o.name == "multistep") {  // MultiStepLR: base * gamma ** bisect_right(milestones, k)
-    main = std::make_unique<ClosedFormScheduler>(
-        "multistep", base_lrs, [gamma, m = o.milestones](double b, std::int64_t k) {
-          return b * std::pow(gamma, static_cast<double>(std::upper_bound(m.begin(), m.end(), k) - m.begin()));
-        });
-  } else if (o.name == "exponential") {  // ExponentialLR: base * gamma ** k
-    main = std::make_unique<ClosedFormScheduler>("exponential", base_lrs, [gamma](double b, std::int64_t k) {
-      return b * std::pow(gamma, static_cast<double>(k));
-    });
-  } else if (o.name == "linear") {
-    main = std::make_unique<ClosedFormScheduler>("linear", base_lrs,
-                                                 linear_formula(o.start_factor, o.end_factor, o.total_iters));
-  } else if (o.name == "cosine") {
-    std::int64_t t_max = o.t_max;
-    if (t_max == 0) {
-      t_max = derived("t_max") - o.warmup_steps;
-      GB_CHECK(t_max >= 1, InvalidArgument,
-               "scheduler.t_max derived from the run is " << t_max << " (warmup_steps = " << o.warmup_steps
-                                                          << " leaves no intervals to anneal)",
-               "set scheduler.t_max or shorten scheduler.warmup_steps");
+  switch (o.name) {
+    case SchedulerKind::kOnecycle:
+    case SchedulerKind::kPlateau: break;  // returned above
+    case SchedulerKind::kNone:
+      main = std::make_unique<ClosedFormScheduler>("none", base_lrs, [](double b, std::int64_t) { return b; });
+      break;
+    case SchedulerKind::kStep:  // StepLR: base * gamma ** (k // step_size)
+      main =
+          std::make_unique<ClosedFormScheduler>("step", base_lrs, [gamma, n = o.step_size](double b, std::int64_t k) {
+            const std::int64_t decays = k / n;  // k >= 0: Python's k // n
+            return b * std::pow(gamma, static_cast<double>(decays));
+          });
+      break;
+    case SchedulerKind::kMultistep:  // MultiStepLR: base * gamma ** bisect_right(milestones, k)
+      main = std::make_unique<ClosedFormScheduler>(
+          "multistep", base_lrs, [gamma, m = o.milestones](double b, std::int64_t k) {
+            return b * std::pow(gamma, static_cast<double>(std::upper_bound(m.begin(), m.end(), k) - m.begin()));
+          });
+      break;
+    case SchedulerKind::kExponential:  // ExponentialLR: base * gamma ** k
+      main = std::make_unique<ClosedFormScheduler>("exponential", base_lrs, [gamma](double b, std::int64_t k) {
+        return b * std::pow(gamma, static_cast<double>(k));
+      });
+      break;
+    case SchedulerKind::kLinear:
+      main = std::make_unique<ClosedFormScheduler>("linear", base_lrs,
+                                                   linear_formula(o.start_factor, o.end_factor, o.total_iters));
+      break;
+    case SchedulerKind::kCosine: {
+      std::int64_t t_max = o.t_max;
+      if (t_max == 0) {
+        t_max = derived("t_max") - o.warmup_steps;
+        GB_CHECK(t_max >= 1, InvalidArgument,
+                 "scheduler.t_max derived from the run is " << t_max << " (warmup_steps = " << o.warmup_steps
+                                                            << " leaves no intervals to anneal)",
+                 "set scheduler.t_max or shorten scheduler.warmup_steps");
+      }
+      main = std::make_unique<CosineScheduler>(base_lrs, t_max, o.eta_min);
+      break;
     }
-    main = std::make_unique<CosineScheduler>(base_lrs, t_max, o.eta_min);
-  } else if (o.name == "cosine_warm_restarts") {
-    main = std::make_unique<WarmRestartsScheduler>(base_lrs, o.t_0, o.t_mult, o.eta_min);
-  } else {
-    GB_THROW(InvalidArgument, "unknown scheduler.name \"" << o.name << "\"", "see docs/schedulers.md");
+    case SchedulerKind::kCosineWarmRestarts:
+      main = std::make_unique<WarmRestartsScheduler>(base_lrs, o.t_0, o.t_mult, o.eta_min);
+      break;
   }
   if (o.warmup_steps == 0) return main;
   return std::make_unique<WarmupScheduler>(std::move(base_lrs), std::move(main), o.warmup_steps, o.warmup_start_factor);

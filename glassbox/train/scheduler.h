@@ -37,14 +37,58 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "glassbox/base/config.h"
+#include "glassbox/train/metric_mode.h"
 
 namespace glassbox::train {
+
+enum class SchedulerKind {
+  kNone,
+  kStep,
+  kMultistep,
+  kExponential,
+  kCosine,
+  kCosineWarmRestarts,
+  kOnecycle,
+  kLinear,
+  kPlateau
+};
+constexpr NameTable<SchedulerKind, 9> enum_names(SchedulerKind) {
+  return {{{SchedulerKind::kNone, "none"},
+           {SchedulerKind::kStep, "step"},
+           {SchedulerKind::kMultistep, "multistep"},
+           {SchedulerKind::kExponential, "exponential"},
+           {SchedulerKind::kCosine, "cosine"},
+           {SchedulerKind::kCosineWarmRestarts, "cosine_warm_restarts"},
+           {SchedulerKind::kOnecycle, "onecycle"},
+           {SchedulerKind::kLinear, "linear"},
+           {SchedulerKind::kPlateau, "plateau"}}};
+}
+static_assert(is_complete_table(enum_names(SchedulerKind{})));
+
+// kStep: one scheduler step per optimizer step; kEpoch: one per epoch.
+enum class SchedulerInterval { kStep, kEpoch };
+constexpr NameTable<SchedulerInterval, 2> enum_names(SchedulerInterval) {
+  return {{{SchedulerInterval::kStep, "step"}, {SchedulerInterval::kEpoch, "epoch"}}};
+}
+static_assert(is_complete_table(enum_names(SchedulerInterval{})));
+
+enum class AnnealStrategy { kCos, kLinear };
+constexpr NameTable<AnnealStrategy, 2> enum_names(AnnealStrategy) {
+  return {{{AnnealStrategy::kCos, "cos"}, {AnnealStrategy::kLinear, "linear"}}};
+}
+static_assert(is_complete_table(enum_names(AnnealStrategy{})));
+
+enum class ThresholdMode { kRel, kAbs };
+constexpr NameTable<ThresholdMode, 2> enum_names(ThresholdMode) {
+  return {{{ThresholdMode::kRel, "rel"}, {ThresholdMode::kAbs, "abs"}}};
+}
+static_assert(is_complete_table(enum_names(ThresholdMode{})));
 
 // TOML section of the training config (e.g. [train.scheduler]). Field names are PyTorch's
 // argument names in snake_case: T_max -> t_max, T_0 -> t_0, T_mult -> t_mult.
 struct SchedulerOptions {
-  std::string name = "none";  // none step multistep exponential cosine cosine_warm_restarts onecycle linear plateau
-  std::string interval = "epoch";  // what one step() is: "step" (an optimizer step) or "epoch"
+  SchedulerKind name = SchedulerKind::kNone;
+  SchedulerInterval interval = SchedulerInterval::kEpoch;  // what one step() is
 
   // step (StepLR), multistep (MultiStepLR), exponential (ExponentialLR)
   std::int64_t step_size = 0;            // step: required, >= 1
@@ -60,8 +104,8 @@ struct SchedulerOptions {
   std::vector<double> max_lr;    // one value for all groups, or one per group; empty: each group's base lr
   std::int64_t total_steps = 0;  // 0: derived from steps_per_epoch and max_epochs (per interval)
   double pct_start = 0.3;
-  std::string anneal_strategy = "cos";  // "cos" | "linear"
-  bool cycle_momentum = true;           // momentums() cycles from max_momentum to base_momentum and back
+  AnnealStrategy anneal_strategy = AnnealStrategy::kCos;
+  bool cycle_momentum = true;  // momentums() cycles from max_momentum to base_momentum and back
   double base_momentum = 0.85;
   double max_momentum = 0.95;
   double div_factor = 25.0;
@@ -73,11 +117,11 @@ struct SchedulerOptions {
   std::int64_t total_iters = 5;
   // plateau (ReduceLROnPlateau)
   std::string monitor = "val_loss";  // the logged metric the trainer passes to step() (Lightning's "monitor")
-  std::string mode = "min";          // "min" | "max"
+  MetricMode mode = MetricMode::kMin;
   double factor = 0.1;
   std::int64_t patience = 10;
   double threshold = 1e-4;
-  std::string threshold_mode = "rel";  // "rel" | "abs"
+  ThresholdMode threshold_mode = ThresholdMode::kRel;
   std::int64_t cooldown = 0;
   std::vector<double> min_lr{0.0};  // one value for all groups, or one per group
   double eps = 1e-8;

@@ -67,7 +67,7 @@ TEST(SchedulerReference, MatchesPyTorchAtEveryStep) {
     ASSERT_EQ(static_cast<std::int64_t>(lrs.size()), steps + 1);
     const bool has_metrics = c.contains("metrics");
     EXPECT_EQ(sched->needs_metric(), has_metrics);
-    const bool cycles = o.name == "onecycle" && o.cycle_momentum;
+    const bool cycles = o.name == SchedulerKind::kOnecycle && o.cycle_momentum;
     double case_worst = 0.0;
     for (std::int64_t k = 0; k <= steps; ++k) {
       if (k > 0) sched->step(has_metrics ? c.at("metrics").at(k - 1).get<double>() : std::nan(""));
@@ -109,7 +109,7 @@ TEST(SchedulerReference, MatchesPyTorchAtEveryStep) {
 
 TEST(SchedulerReference, OneCycleFailsPastTotalStepsLikePyTorch) {
   SchedulerOptions o;
-  o.name = "onecycle";
+  o.name = SchedulerKind::kOnecycle;
   o.total_steps = 10;
   auto s = make_scheduler(o, kBase, 0, 0);
   for (int k = 0; k < 10; ++k) s->step();  // PyTorch allows total_steps calls
@@ -126,7 +126,7 @@ TEST(SchedulerReference, OneCycleFailsPastTotalStepsLikePyTorch) {
 
 SchedulerOptions named(const std::string& name) {
   SchedulerOptions o;
-  o.name = name;
+  o.name = enum_of<SchedulerKind>(name);
   o.step_size = 7;
   o.milestones = {5, 9, 30};
   o.gamma = 0.7;
@@ -170,11 +170,11 @@ TEST(SchedulerState, ResumeContinuesBitForBit) {
 
 TEST(SchedulerState, PlateauInfiniteBestSurvivesText) {
   SchedulerOptions o;
-  o.name = "plateau";
+  o.name = SchedulerKind::kPlateau;
   auto s = make_scheduler(o, kBase, 0, 0);
   const json st = json::parse(s->state().dump());
   EXPECT_EQ(st.at("best"), "inf");
-  o.mode = "max";
+  o.mode = MetricMode::kMax;
   auto m = make_scheduler(o, kBase, 0, 0);
   m->step(std::numeric_limits<double>::infinity());  // best becomes +inf in max mode
   auto m2 = make_scheduler(o, kBase, 0, 0);
@@ -287,7 +287,7 @@ TEST(SchedulerOptions, BadValuesAreInvalidArgumentNamingTheField) {
   };
   for (const auto& c : cases) {
     SchedulerOptions o;
-    o.name = c.name;
+    o.name = enum_of<SchedulerKind>(c.name);
     c.set(o);
     const Error e = error_of([&] { o.validate(); });
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << c.field << ": " << e.one_line();
@@ -301,7 +301,7 @@ TEST(SchedulerOptions, BadValuesAreInvalidArgumentNamingTheField) {
 
 TEST(SchedulerOptions, BuildTimeChecksNameTheField) {
   SchedulerOptions o;
-  o.name = "onecycle";  // total_steps = 0 and nothing to derive it from
+  o.name = SchedulerKind::kOnecycle;  // total_steps = 0 and nothing to derive it from
   Error e = error_of([&] { make_scheduler(o, kBase, 100, 0); });
   EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(e.message().find("scheduler.total_steps"), std::string::npos) << e.one_line();
@@ -315,7 +315,7 @@ TEST(SchedulerOptions, BuildTimeChecksNameTheField) {
   EXPECT_NE(e.message().find("scheduler.pct_start"), std::string::npos) << e.one_line();
 
   SchedulerOptions c;
-  c.name = "cosine";
+  c.name = SchedulerKind::kCosine;
   c.warmup_steps = 10;
   e = error_of([&] { make_scheduler(c, kBase, 5, 2); });  // 2 epochs (interval "epoch"), all warm-up
   EXPECT_NE(e.message().find("scheduler.t_max"), std::string::npos) << e.one_line();
@@ -324,19 +324,19 @@ TEST(SchedulerOptions, BuildTimeChecksNameTheField) {
 
 TEST(SchedulerOptions, DerivedLengthsFollowTheInterval) {
   SchedulerOptions o;
-  o.name = "onecycle";
-  o.interval = "step";
+  o.name = SchedulerKind::kOnecycle;
+  o.interval = SchedulerInterval::kStep;
   auto by_step = make_scheduler(o, kBase, 7, 3);  // 21 steps
   for (int k = 0; k < 21; ++k) by_step->step();
   EXPECT_THROW(by_step->step(), Error);
-  o.interval = "epoch";
+  o.interval = SchedulerInterval::kEpoch;
   auto by_epoch = make_scheduler(o, kBase, 7, 3);  // 3 steps
   for (int k = 0; k < 3; ++k) by_epoch->step();
   EXPECT_THROW(by_epoch->step(), Error);
 
   SchedulerOptions c;
-  c.name = "cosine";
-  c.interval = "step";
+  c.name = SchedulerKind::kCosine;
+  c.interval = SchedulerInterval::kStep;
   c.warmup_steps = 4;
   auto s = make_scheduler(c, kBase, 5, 2);  // t_max = 10 - 4
   for (int k = 0; k < 10; ++k) s->step();
@@ -350,8 +350,8 @@ TEST(SchedulerOptions, TomlKeysAndRoundTrip) {
       "name = \"cosine_warm_restarts\"\ninterval = \"step\"\nt_0 = 50\nt_mult = 2\neta_min = 1e-5\n"
       "warmup_steps = 100\nwarmup_start_factor = 0.01\nmin_lr = 1e-6\n",
       "s.toml", {"max_lr=[0.1, 0.01]"}, visit_fn(o));
-  EXPECT_EQ(o.name, "cosine_warm_restarts");
-  EXPECT_EQ(o.interval, "step");
+  EXPECT_EQ(o.name, SchedulerKind::kCosineWarmRestarts);
+  EXPECT_EQ(o.interval, SchedulerInterval::kStep);
   EXPECT_EQ(o.t_0, 50);
   EXPECT_EQ(o.t_mult, 2);
   EXPECT_EQ(o.warmup_steps, 100);
@@ -395,7 +395,7 @@ TEST(SchedulerOptions, EveryTomlExampleInTheGuideBuilds) {
 
 TEST(Scheduler, PlateauCountsNanAsNoImprovement) {
   SchedulerOptions o;
-  o.name = "plateau";
+  o.name = SchedulerKind::kPlateau;
   o.patience = 1;
   auto s = make_scheduler(o, kBase, 0, 0);
   s->step(1.0);

@@ -346,12 +346,12 @@ void Trainer::train_epoch() {
     for (auto& c : callbacks_)
       if (!c->is_checkpoint()) c->on_train_epoch_end(*this);
   }
-  if (epoch_complete && scheduler_options_.interval == "epoch") {
+  if (epoch_complete && scheduler_options_.interval == SchedulerInterval::kEpoch) {
     double metric = NAN;
     auto it = callback_metrics_.find(scheduler_options_.monitor);
     if (it != callback_metrics_.end()) metric = it->second;
     GB_CHECK(
-        scheduler_options_.name != "plateau" || it != callback_metrics_.end(), FailedPrecondition,
+        scheduler_options_.name != SchedulerKind::kPlateau || it != callback_metrics_.end(), FailedPrecondition,
         "scheduler.name = \"plateau\" monitors " << scheduler_options_.monitor << ", which was not computed this epoch",
         "set scheduler.monitor to a logged metric such as val_loss");
     scheduler_->step(metric);
@@ -374,7 +374,7 @@ void Trainer::optimizer_step() {
   has_grad_norm_ = false;
   const bool choosing_clip = options_.gradient_clip_auto_steps > 0 && auto_clip_ == 0.0;
   const double clip_at = gradient_clip_threshold();
-  const bool clip_norm = clip_at > 0 && options_.gradient_clip_algorithm == "norm";
+  const bool clip_norm = clip_at > 0 && options_.gradient_clip_algorithm == ClipAlgorithm::kNorm;
   const bool log_step = global_step_ % options_.log_every_n_steps == options_.log_every_n_steps - 1;
   if (!grads.empty() && (clip_norm || choosing_clip || log_step || grad_norm_requested_)) {
     auto norms = at::_foreach_norm(grads, 2);
@@ -401,7 +401,7 @@ void Trainer::optimizer_step() {
         logger_.log({{"epoch", epoch_}, {"step", global_step_ + 1}, {"gradient_clip_auto", auto_clip_}});
     }
   }
-  if (options_.gradient_clip_val > 0 && options_.gradient_clip_algorithm == "value") {
+  if (options_.gradient_clip_val > 0 && options_.gradient_clip_algorithm == ClipAlgorithm::kValue) {
     for (auto& g : grads) g.clamp_(-options_.gradient_clip_val, options_.gradient_clip_val);
   }
   each_callback([&](Callback& c) { c.on_before_optimizer_step(*this); });
@@ -414,7 +414,7 @@ void Trainer::optimizer_step() {
   skip_step_ = false;
   precision_->update();
   ++global_step_;
-  if (scheduler_options_.interval == "step") {
+  if (scheduler_options_.interval == SchedulerInterval::kStep) {
     scheduler_->step();
     apply_schedule();
   }

@@ -23,9 +23,8 @@ void TrainerOptions::visit(FieldVisitor& v) {
   v.field("gradient_clip_val", gradient_clip_val, "clip gradients at this norm or value (0: off)");
   v.field("gradient_clip_auto_steps", gradient_clip_auto_steps,
           "K > 0: after K steps, clip at the 95th percentile of their unclipped gradient norms (0: off)");
-  v.choice("gradient_clip_algorithm", gradient_clip_algorithm, {"norm", "value"}, "clip the total norm or each value");
-  v.choice("precision", precision, {"32", "bf16-mixed", "16-mixed"},
-           "32-bit, bf16 autocast (CPU/CUDA) or fp16 autocast with a gradient scaler (CUDA)");
+  v.choice("gradient_clip_algorithm", gradient_clip_algorithm, "clip the total norm or each value");
+  v.choice("precision", precision, "32-bit, bf16 autocast (CPU/CUDA) or fp16 autocast with a gradient scaler (CUDA)");
   v.field("deterministic", deterministic, "use deterministic algorithms only");
   v.field("seed", seed, "seed for weights, shuffling, dropout and augmentation");
   v.field("log_every_n_steps", log_every_n_steps, "log training metrics every N optimiser steps");
@@ -72,10 +71,10 @@ void TrainerOptions::validate() const {
   GB_CHECK(gradient_clip_auto_steps >= 0, InvalidArgument,
            "trainer.gradient_clip_auto_steps must be >= 0, got " << gradient_clip_auto_steps,
            "use 0 (off) or e.g. 100");
-  GB_CHECK(gradient_clip_auto_steps == 0 || (gradient_clip_val == 0 && gradient_clip_algorithm == "norm"),
+  GB_CHECK(gradient_clip_auto_steps == 0 || (gradient_clip_val == 0 && gradient_clip_algorithm == ClipAlgorithm::kNorm),
            InvalidArgument,
            "trainer.gradient_clip_auto_steps chooses the clipping threshold itself, but gradient_clip_val = "
-               << gradient_clip_val << " (algorithm \"" << gradient_clip_algorithm << "\") is also set",
+               << gradient_clip_val << " (algorithm \"" << name_of(gradient_clip_algorithm) << "\") is also set",
            "set gradient_clip_val = 0 and gradient_clip_algorithm = \"norm\", or gradient_clip_auto_steps = 0");
   GB_CHECK(log_every_n_steps >= 1, InvalidArgument, "trainer.log_every_n_steps must be >= 1, got " << log_every_n_steps,
            "use e.g. 50");

@@ -18,6 +18,20 @@
 
 namespace glassbox::train {
 
+enum class ClipAlgorithm { kNorm, kValue };
+constexpr NameTable<ClipAlgorithm, 2> enum_names(ClipAlgorithm) {
+  return {{{ClipAlgorithm::kNorm, "norm"}, {ClipAlgorithm::kValue, "value"}}};
+}
+static_assert(is_complete_table(enum_names(ClipAlgorithm{})));
+
+// Lightning's names: "32" (float32), "bf16-mixed" and "16-mixed" (autocast with a GradScaler).
+enum class PrecisionMode { k32, kBf16Mixed, k16Mixed };
+constexpr NameTable<PrecisionMode, 3> enum_names(PrecisionMode) {
+  return {
+      {{PrecisionMode::k32, "32"}, {PrecisionMode::kBf16Mixed, "bf16-mixed"}, {PrecisionMode::k16Mixed, "16-mixed"}}};
+}
+static_assert(is_complete_table(enum_names(PrecisionMode{})));
+
 struct TrainerOptions {
   std::int64_t max_epochs = 10;  // -1: unlimited (then max_steps or max_time must stop)
   std::int64_t max_steps = -1;   // optimiser steps; -1: unlimited
@@ -35,8 +49,8 @@ struct TrainerOptions {
   // > 0: clip at the 95th percentile of the unclipped gradient norms of the first K steps (the
   // practitioners' automatic threshold); needs gradient_clip_val = 0 and the "norm" algorithm.
   std::int64_t gradient_clip_auto_steps = 0;
-  std::string gradient_clip_algorithm = "norm";  // norm | value
-  std::string precision = "32";                  // 32 | bf16-mixed | 16-mixed
+  ClipAlgorithm gradient_clip_algorithm = ClipAlgorithm::kNorm;
+  PrecisionMode precision = PrecisionMode::k32;
   bool deterministic = false;
   std::int64_t seed = 42;
   std::int64_t log_every_n_steps = 50;

@@ -54,7 +54,7 @@ void Trainer::save_checkpoint(const std::filesystem::path& dir, bool weights_onl
     for (std::size_t i = 0; i < cuda.size(); ++i)
       c.extra.tensors.emplace_back("rng.cuda." + std::to_string(i), cuda[i]);
     if (precision_->uses_scaler()) c.extra.tensors.emplace_back("amp.scaler", precision_->scaler_state());
-    s["precision"] = options_.precision;
+    s["precision"] = name_of(options_.precision);
   }
   c.state = std::move(s);
   write_checkpoint(dir, c);

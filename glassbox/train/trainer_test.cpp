@@ -54,7 +54,7 @@ std::unique_ptr<ClassificationTask> make_task(std::uint64_t seed, const std::str
   m.name = name;
   m.mlp.hidden = {32, 16};
   m.mlp.dropout = 0.3;
-  m.mlp.norm = "batchnorm";
+  m.mlp.norm = nn::MlpNorm::kBatchNorm;
   return std::make_unique<ClassificationTask>(nn::make_model(m, nn::ModelShape{{1, 4, 4}, 4}),
                                               nn::Loss(nn::LossOptions{}, 4));
 }
@@ -102,14 +102,14 @@ class Recorder final : public Callback {
 
 SchedulerOptions onecycle() {
   SchedulerOptions s;
-  s.name = "onecycle";
-  s.interval = "step";
+  s.name = SchedulerKind::kOnecycle;
+  s.interval = SchedulerInterval::kStep;
   return s;
 }
 
 OptimizerOptions adamw() {
   OptimizerOptions o;
-  o.name = "adamw";
+  o.name = OptimizerKind::kAdamW;
   o.lr = 3e-3;
   o.weight_decay = 0.01;
   return o;
@@ -364,12 +364,12 @@ TEST(Trainer, Bf16AutocastOnCpuTrains) {
   ToyData data;
   auto task = make_task(1);
   TrainerOptions t = quiet(8);
-  t.precision = "bf16-mixed";
+  t.precision = PrecisionMode::kBf16Mixed;
   Trainer trainer(t, adamw(), onecycle());
   trainer.fit(*task, data);
   EXPECT_GT(trainer.test(*task, data).accuracy, 0.6);
   TrainerOptions fp16 = quiet(1);
-  fp16.precision = "16-mixed";
+  fp16.precision = PrecisionMode::k16Mixed;
   fp16.device = "cpu";
   Trainer bad(fp16, adamw(), SchedulerOptions{});
   EXPECT_THROW(bad.fit(*task, data), Error);  // fp16 needs CUDA; bf16 is the CPU choice

@@ -220,7 +220,7 @@ fs::path write_glassbox_model(const fs::path& repo, const std::string& name, con
   c.scale = 1.0 / 255.0;
   c.mean = {0.1, 0.2, 0.3};
   c.std = {0.5, 0.25, 2.0};
-  c.channel_order = "BGR";
+  c.channel_order = nn::ChannelOrder::kBGR;
   c.num_classes = 12;
   const std::string config = "name: \"" + name + R"("
 platform: "glassbox"

@@ -527,9 +527,18 @@ class RepositoryEngine final : public Engine {
   // Startup: the models load in parallel (each model's versions in order).
   void load_all(const std::vector<std::string>& names) {
     std::vector<std::shared_ptr<ModelState>> states(names.size());
-    std::atomic<std::size_t> next{0};
+    std::atomic<std::size_t> next{0}, done{0};
+    const auto t0 = Clock::now();
+    if (names.size() > 1)
+      std::clog << fmt::format("serve: loading {} models from {}\n", names.size(), options_.repository.string());
     const auto work = [&] {
-      for (std::size_t i = next++; i < names.size(); i = next++) states[i] = load_state(names[i], "");
+      for (std::size_t i = next++; i < names.size(); i = next++) {
+        states[i] = load_state(names[i], "");
+        const std::size_t k = ++done;
+        if (names.size() > 1)
+          std::clog << fmt::format("serve: {}/{} models loaded or failed ({:.1f} s)\n", k, names.size(),
+                                   std::chrono::duration<double>(Clock::now() - t0).count());
+      }
     };
     const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
     const std::size_t n = std::min<std::size_t>({names.size(), hw, 4});

@@ -188,12 +188,12 @@ void plan_glassbox(Plan& p, const exporter::RepositoryEntry& entry) {
   }
   p.pre_shape.assign(c.input_shape.size(), 1);
   p.pre_shape[0] = channels;
-  p.flip_channels = c.channel_order == "BGR";
+  p.flip_channels = c.channel_order == nn::ChannelOrder::kBGR;
   const std::string output = parameter(p.config, "glassbox.output").value_or("logits");
   GB_CHECK(output == "logits" || output == "probabilities", InvalidArgument,
            p.who() << ": parameter glassbox.output is \"" << output << "\"",
            std::string("use \"probabilities\" (softmax of the logits) or \"logits\""));
-  p.probabilities = output == "probabilities" && c.output_kind == "logits";
+  p.probabilities = output == "probabilities" && c.output_kind == nn::OutputKind::kLogits;
 }
 
 }  // namespace
