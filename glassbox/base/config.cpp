@@ -202,6 +202,29 @@ class TomlReader final : public FieldVisitor {
     reader.finish();
   }
 
+  void table_list(std::string_view name, std::size_t, const std::function<void(std::size_t)>& resize,
+                  const std::function<void(FieldVisitor&, std::size_t)>& item, std::string_view) override {
+    const toml::node* n = take(name);
+    if (n == nullptr) return;
+    const toml::array* arr = n->as_array();
+    if (arr == nullptr) type_error(name, "a list of tables ([[" + join_key(prefix_, name) + "]])", *n);
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      if (!(*arr)[i].is_table()) {
+        GB_THROW(InvalidArgument,
+                 origin(name) << ": " << join_key(prefix_, name) << "[" << i << "] must be a table, got "
+                              << describe((*arr)[i]),
+                 "write each entry as [[" + join_key(prefix_, name) + "]] with its keys below it, or as {name = ...}");
+      }
+    }
+    resize(arr->size());
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      TomlReader reader(*(*arr)[i].as_table(), join_key(prefix_, name) + "[" + std::to_string(i) + "]", source_,
+                        overridden_);
+      item(reader, i);
+      reader.finish();
+    }
+  }
+
   // Every key of the table must have been consumed.
   void finish() const {
     for (const auto& [key, node] : table_) {
@@ -287,6 +310,17 @@ class TomlWriter final : public FieldVisitor {
     body(w);
     table_.insert_or_assign(name, std::move(sub));
   }
+  void table_list(std::string_view name, std::size_t size, const std::function<void(std::size_t)>&,
+                  const std::function<void(FieldVisitor&, std::size_t)>& item, std::string_view) override {
+    toml::array arr;
+    for (std::size_t i = 0; i < size; ++i) {
+      toml::table sub;
+      TomlWriter w(sub);
+      item(w, i);
+      arr.push_back(std::move(sub));
+    }
+    table_.insert_or_assign(name, std::move(arr));
+  }
 
  private:
   template <class V>
@@ -323,6 +357,17 @@ class JsonWriter final : public FieldVisitor {
     JsonWriter w(sub);
     body(w);
     j_[std::string(name)] = std::move(sub);
+  }
+  void table_list(std::string_view name, std::size_t size, const std::function<void(std::size_t)>&,
+                  const std::function<void(FieldVisitor&, std::size_t)>& item, std::string_view) override {
+    nlohmann::json arr = nlohmann::json::array();
+    for (std::size_t i = 0; i < size; ++i) {
+      nlohmann::json sub = nlohmann::json::object();
+      JsonWriter w(sub);
+      item(w, i);
+      arr.push_back(std::move(sub));
+    }
+    j_[std::string(name)] = std::move(arr);
   }
 
  private:
@@ -455,7 +500,9 @@ void from_json(const nlohmann::json& j, std::string_view source, const VisitFn& 
       } else if (v.is_array()) {
         toml::array arr;
         for (const auto& e : v) {
-          if (e.is_number_integer())
+          if (e.is_object())
+            arr.push_back(convert(e));
+          else if (e.is_number_integer())
             arr.push_back(e.get<std::int64_t>());
           else if (e.is_number())
             arr.push_back(e.get<double>());

@@ -52,6 +52,18 @@ class FieldVisitor {
   void choice(std::string_view name, E& value, std::string_view doc);
   // A nested table.
   virtual void section(std::string_view name, const std::function<void(FieldVisitor&)>& body) = 0;
+  // A list of tables (TOML's [[name]]), `size` of them. A reader that finds the key calls
+  // resize(n) and then item(visitor, i) for each of its n tables; a writer calls item for
+  // i < size. A reader that does not find the key leaves the list as it is.
+  virtual void table_list(std::string_view name, std::size_t size, const std::function<void(std::size_t)>& resize,
+                          const std::function<void(FieldVisitor&, std::size_t)>& item, std::string_view doc) = 0;
+  // The same for a vector of structs with visit(FieldVisitor&); read items start from T{}.
+  template <class T>
+  void list(std::string_view name, std::vector<T>& items, std::string_view doc) {
+    table_list(
+        name, items.size(), [&](std::size_t n) { items.assign(n, T{}); },
+        [&](FieldVisitor& v, std::size_t i) { items.at(i).visit(v); }, doc);
+  }
 };
 
 // One row of an enum's name table.

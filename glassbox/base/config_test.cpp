@@ -104,6 +104,65 @@ TEST(Config, TomlAndJsonRoundTrip) {
   EXPECT_DOUBLE_EQ(c.lr, 0.25);
 }
 
+// A list whose items have keys that depend on their "name" (as transform lists do).
+struct Step {
+  std::string name = "flip";
+  double p = 0.5;
+  std::vector<double> limit{-15, 15};
+  void visit(FieldVisitor& v) {
+    v.choice("name", name, {"flip", "rotate"}, "");
+    v.field("p", p, "");
+    if (name == "rotate") v.field("limit", limit, "");
+  }
+};
+struct Pipeline {
+  std::vector<Step> steps{Step{}};
+  void visit(FieldVisitor& v) {
+    v.section("data", [this](FieldVisitor& s) { s.list("steps", steps, "steps in order"); });
+  }
+};
+
+TEST(Config, ListsOfTablesReadWriteAndExplainErrors) {
+  Pipeline a;
+  load_config("[[data.steps]]\nname = \"rotate\"\nlimit = [-5, 5]\n[[data.steps]]\nname = \"flip\"\np = 1.0\n",
+              "f.toml", {}, visit_fn(a));
+  ASSERT_EQ(a.steps.size(), 2u);
+  EXPECT_EQ(a.steps[0].name, "rotate");
+  EXPECT_EQ(a.steps[0].limit, (std::vector<double>{-5, 5}));
+  EXPECT_DOUBLE_EQ(a.steps[0].p, 0.5);  // a default, not the previous item's
+  EXPECT_DOUBLE_EQ(a.steps[1].p, 1.0);
+  // Written back as TOML and JSON, read again.
+  Pipeline b;
+  b.steps.clear();
+  load_config(to_toml(visit_fn(a)), "again", {}, visit_fn(b));
+  ASSERT_EQ(b.steps.size(), 2u);
+  EXPECT_EQ(b.steps[0].limit, (std::vector<double>{-5, 5}));
+  Pipeline c;
+  from_json(to_json(visit_fn(a)), "json", visit_fn(c));
+  ASSERT_EQ(c.steps.size(), 2u);
+  EXPECT_EQ(c.steps[1].name, "flip");
+  // Absent: the default list stays; an inline list from --set replaces it.
+  Pipeline d;
+  load_config("", "empty", {}, visit_fn(d));
+  EXPECT_EQ(d.steps.size(), 1u);
+  load_config("", "empty", {"data.steps=[{name = \"rotate\", limit = [1, 2]}]"}, visit_fn(d));
+  ASSERT_EQ(d.steps.size(), 1u);
+  EXPECT_EQ(d.steps[0].limit, (std::vector<double>{1, 2}));
+  // A key of another item kind names the item.
+  Pipeline e;
+  EXPECT_EQ(message_of([&] { load_config("[[data.steps]]\nname = \"flip\"\nlimit = 3\n", "f.toml", {}, visit_fn(e)); }),
+            "f.toml: unknown key \"data.steps[0].limit\" in [data.steps[0]] (hint: remove it; see "
+            "docs/configuration.md for the keys)");
+  EXPECT_NE(message_of([&] {
+              load_config("[[data.steps]]\nname = \"rotat\"\n", "f.toml", {}, visit_fn(e));
+            }).find("did you mean \"rotate\"?"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              load_config("[data]\nsteps = 3\n", "f.toml", {}, visit_fn(e));
+            }).find("data.steps must be a list of tables"),
+            std::string::npos);
+}
+
 TEST(Config, ClosestMatch) {
   EXPECT_EQ(closest_match("lerning_rate", {"learning_rate", "momentum"}), "learning_rate");
   EXPECT_EQ(closest_match("zzzzzz", {"learning_rate", "momentum"}), "");

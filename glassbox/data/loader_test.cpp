@@ -362,6 +362,10 @@ class NameVisitor final : public FieldVisitor {
     names.emplace_back(n);
   }
   void section(std::string_view n, const std::function<void(FieldVisitor&)>&) override { names.emplace_back(n); }
+  void table_list(std::string_view n, std::size_t, const std::function<void(std::size_t)>&,
+                  const std::function<void(FieldVisitor&, std::size_t)>&, std::string_view) override {
+    names.emplace_back(n);
+  }
 };
 
 TEST(LoaderOptions, VisitAndValidate) {
