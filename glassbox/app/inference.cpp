@@ -81,6 +81,15 @@ std::vector<std::string> read_labels(const fs::path& path) {
 
 double data_scale(const data::DataOptions& d) {
   if (d.format == data::DataFormat::kMnist) return 1.0 / 255.0;
+  if (d.format == data::DataFormat::kImageFolder) {
+    // 8-bit pixels; a Normalize step divides by its max_pixel_value instead of 255.
+    if (!d.eval_transforms.empty() && d.eval_transforms.back().name == "Normalize") {
+      const auto& r = d.eval_transforms.back().reals;
+      const auto it = r.find("max_pixel_value");
+      if (it != r.end() && it->second > 0) return 1.0 / it->second;
+    }
+    return 1.0 / 255.0;
+  }
   if (d.format != data::DataFormat::kNpy) return 1.0;
   const fs::path x = fs::path(d.train_x).is_absolute() ? fs::path(d.train_x) : fs::path(d.root) / d.train_x;
   std::ifstream in(x, std::ios::binary);

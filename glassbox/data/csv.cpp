@@ -208,4 +208,42 @@ CsvTable read_csv(const std::filesystem::path& path, const std::string& label_co
   return parse_csv(text, path.string(), label_column);
 }
 
+CsvText parse_csv_text(std::string_view text, const std::string& source) {
+  if (text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0) text.remove_prefix(3);
+  CsvText out;
+  std::size_t pos = 0;
+  std::int64_t line_no = 0;
+  std::vector<std::string> fields;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (trim(line).empty()) continue;
+    const std::string where = source + ":" + std::to_string(line_no);
+    split_fields(line, fields, where);
+    if (out.header.empty()) {
+      out.header = fields;
+      continue;
+    }
+    GB_CHECK(fields.size() == out.header.size(), DataLoss,
+             where << ": " << fields.size() << " fields, but the header has " << out.header.size(),
+             "give every row one field per column (quote fields that contain commas)");
+    out.rows.push_back(fields);
+    out.lines.push_back(line_no);
+  }
+  GB_CHECK(!out.header.empty(), DataLoss, source << ": empty CSV file (no header row)",
+           "the first line must name the columns, e.g. file_name,label");
+  return out;
+}
+
+std::size_t CsvText::column(const std::string& name, const std::string& source, const std::string& key) const {
+  const auto it = std::find(header.begin(), header.end(), name);
+  if (it != header.end()) return static_cast<std::size_t>(it - header.begin());
+  const std::string near = closest_match(name, header);
+  GB_THROW(NotFound, source << ": no column '" << name << "' in the header",
+           near.empty() ? "set " + key + " to one of the header's columns" : "did you mean '" + near + "'? set " + key);
+}
+
 }  // namespace glassbox::data

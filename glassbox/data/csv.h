@@ -21,6 +21,7 @@
 // Thread safety: reentrant.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -38,6 +39,17 @@ struct CsvTable {
 };
 
 CsvTable read_csv(const std::filesystem::path& path, const std::string& label_column);
+
+// A CSV table as text (e.g. an image folder's metadata.csv): the header's names, then the rows,
+// each with as many fields as the header, and the line each row came from (for messages).
+struct CsvText {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::int64_t> lines;
+  // The position of `column` in the header; NotFound naming `source` and the closest name if absent.
+  std::size_t column(const std::string& column, const std::string& source, const std::string& key) const;
+};
+CsvText parse_csv_text(std::string_view text, const std::string& source);
 
 // Parses CSV text; `source` names it in error messages.
 CsvTable parse_csv(std::string_view text, const std::string& source, const std::string& label_column);

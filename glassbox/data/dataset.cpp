@@ -87,6 +87,13 @@ Batch SubsetDataset::get_batch(const at::Tensor& indices) const {
   return b;
 }
 
+Batch SubsetDataset::get_epoch_batch(const at::Tensor& indices, std::uint64_t epoch_seed) const {
+  at::Tensor idx = checked_indices(indices, size(), "SubsetDataset::get_batch");
+  Batch b = base_->get_epoch_batch(at::index_select(indices_, 0, idx), epoch_seed);
+  b.indices = std::move(idx);
+  return b;
+}
+
 at::Tensor SubsetDataset::all_targets() const {
   at::Tensor t = base_->all_targets();
   if (!t.defined()) return t;

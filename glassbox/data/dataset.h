@@ -33,6 +33,11 @@ class Dataset {
   virtual std::int64_t size() const = 0;
   // indices: [B] int64, each in [0, size()). Thread-safe.
   virtual Batch get_batch(const at::Tensor& indices) const = 0;
+  // The batch as epoch `epoch_seed` sees it: data sets that augment draw sample i's parameters
+  // from sample_seed(epoch_seed, i) (augment.h); the others ignore the seed.
+  virtual Batch get_epoch_batch(const at::Tensor& indices, std::uint64_t epoch_seed) const {
+    return get_batch(indices);
+  }
   // Shape of one input sample, e.g. {1, 28, 28}.
   virtual std::vector<std::int64_t> sample_shape() const = 0;
   // Number of classes (max label + 1 for in-memory data), or 0 when unknown.
@@ -65,6 +70,7 @@ class SubsetDataset final : public Dataset {
   SubsetDataset(std::shared_ptr<const Dataset> base, at::Tensor indices);
   std::int64_t size() const override;
   Batch get_batch(const at::Tensor& indices) const override;
+  Batch get_epoch_batch(const at::Tensor& indices, std::uint64_t epoch_seed) const override;
   std::vector<std::int64_t> sample_shape() const override { return base_->sample_shape(); }
   std::int64_t num_classes() const override { return base_->num_classes(); }
   at::Tensor all_targets() const override;

@@ -98,7 +98,7 @@ struct Loader::Impl {
   Batch make_batch(const at::Tensor& ord, std::int64_t e, std::int64_t b) const {
     const std::int64_t start = b * options->batch_size;
     const std::int64_t end = std::min(n, start + options->batch_size);
-    Batch batch = dataset->get_batch(ord.slice(0, start, end));
+    Batch batch = dataset->get_epoch_batch(ord.slice(0, start, end), epoch_seed(options->seed, e));
     batch.batch_index = b;
     if (transform != nullptr) {
       batch = (*transform)(std::move(batch), batch_seed(options->seed, e, b));

@@ -13,6 +13,7 @@
 #include "glassbox/base/error.h"
 #include "glassbox/data/csv.h"
 #include "glassbox/data/idx.h"
+#include "glassbox/data/image_folder.h"
 #include "glassbox/data/npy.h"
 
 namespace glassbox::data {
@@ -229,7 +230,7 @@ std::int64_t val_count(double val_size, std::int64_t n) {
 }
 
 void DataOptions::visit(FieldVisitor& v) {
-  v.choice("format", format, "mnist (a folder of IDX files) | npy | csv");
+  v.choice("format", format, "mnist (a folder of IDX files) | npy | csv | imagefolder");
   v.field("root", root, "folder of the data files (relative file names are resolved against it)");
   v.field("train_images", train_images, "mnist: training images IDX file (NAME or NAME.gz)");
   v.field("train_labels", train_labels, "mnist: training labels IDX file");
@@ -253,6 +254,21 @@ void DataOptions::visit(FieldVisitor& v) {
   v.field("std", std, "per-channel (or per-feature) std; empty: computed on the training split");
   v.field("num_classes", num_classes, "number of classes (the model's output width); 0: the largest label + 1");
   v.field("class_names", class_names, "class names; empty: the data set's defaults or 0..K-1");
+  v.field("channels", channels, "imagefolder: 0 keeps the first training image's (gray 1, colour 3); 1 or 3 convert");
+  v.field("test_size", test_size,
+          "imagefolder: test samples held out when there is no test split: a count or a fraction in (0, 1)");
+  v.choice("split_by", split_by,
+           "imagefolder: auto (folders, else the split column, else random) | folders | column | random | date");
+  v.field("metadata", metadata, "imagefolder: a CSV beside the images with a file_name column (used when present)");
+  v.field("split_column", split_column, "imagefolder metadata: column of train / val / test");
+  v.field("date_column", date_column, "imagefolder metadata: column of ISO dates (YYYY-MM-DD...) for split_by = date");
+  v.field("val_from", val_from, "split_by = date: first date of the validation split");
+  v.field("test_from", test_from, "split_by = date: first date of the test split");
+  v.choice("on_bad_image", on_bad_image, "imagefolder: error (stop, naming the file) | skip (leave it out, counted)");
+  v.list("train_transforms", train_transforms,
+         "imagefolder: augmentation of training samples, albumentations' names ([[data.train_transforms]])");
+  v.list("eval_transforms", eval_transforms,
+         "imagefolder: preprocessing of validation/test samples and of inference ([[data.eval_transforms]])");
 }
 
 void DataOptions::validate() const {
@@ -268,6 +284,22 @@ void DataOptions::validate() const {
     GB_CHECK(std::isfinite(std[i]) && std[i] > 0, InvalidArgument, "data.std[" << i << "] must be > 0, got " << std[i],
              "standard deviations are positive");
     GB_CHECK(std::isfinite(mean[i]), InvalidArgument, "data.mean[" << i << "] must be finite, got " << mean[i], "");
+  }
+  GB_CHECK(channels == 0 || channels == 1 || channels == 3, InvalidArgument,
+           "data.channels must be 0, 1 or 3, got " << channels, "0 keeps the images' own channel count");
+  if (format == DataFormat::kImageFolder) {
+    GB_CHECK(test_size >= 0 && std::isfinite(test_size) && (test_size < 1 || test_size == std::floor(test_size)),
+             InvalidArgument,
+             "data.test_size must be a count or a fraction in (0, 1), got " << format_number(test_size),
+             "use e.g. 0.2 or 500");
+    if (split_by == SplitBy::kDate) {
+      GB_CHECK(!date_column.empty() && !val_from.empty() && !test_from.empty(), InvalidArgument,
+               "data.split_by = \"date\" needs data.date_column, data.val_from and data.test_from",
+               "e.g. date_column = \"captured\", val_from = \"2024-07-01\", test_from = \"2024-08-01\"");
+      GB_CHECK(val_from <= test_from, InvalidArgument,
+               "data.val_from (" << val_from << ") must not come after data.test_from (" << test_from << ")",
+               "validation comes before the test period");
+    }
   }
   if (format == DataFormat::kCsv) {
     GB_CHECK(!label_column.empty(), InvalidArgument, "data.label_column must not be empty for format \"csv\"",
@@ -315,6 +347,7 @@ void read_csv_splits(const DataOptions& options, RawSplit& train, RawSplit& test
 
 Splits load_splits(const DataOptions& options) {
   options.validate();
+  if (options.format == DataFormat::kImageFolder) return load_image_folder(options);
   RawSplit train;
   RawSplit test;
   std::vector<std::string> feature_names;
@@ -328,6 +361,7 @@ Splits load_splits(const DataOptions& options) {
       test = read_npy_split(options, options.test_x, options.test_y);
       break;
     case DataFormat::kCsv: read_csv_splits(options, train, test, feature_names); break;
+    case DataFormat::kImageFolder: break;  // returned above
   }
   GB_CHECK(train.x.size(0) > 0, DataLoss, train.x_source << ": the training set is empty", "check the data files");
   const auto shape_of = [](const at::Tensor& x) {

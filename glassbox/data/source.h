@@ -40,14 +40,37 @@
 
 #include "glassbox/base/config.h"
 #include "glassbox/data/dataset.h"
+#include "glassbox/data/transform_spec.h"
 
 namespace glassbox::data {
 
-enum class DataFormat { kMnist, kNpy, kCsv };
-constexpr NameTable<DataFormat, 3> enum_names(DataFormat) {
-  return {{{DataFormat::kMnist, "mnist"}, {DataFormat::kNpy, "npy"}, {DataFormat::kCsv, "csv"}}};
+enum class DataFormat { kMnist, kNpy, kCsv, kImageFolder };
+constexpr NameTable<DataFormat, 4> enum_names(DataFormat) {
+  return {{{DataFormat::kMnist, "mnist"},
+           {DataFormat::kNpy, "npy"},
+           {DataFormat::kCsv, "csv"},
+           {DataFormat::kImageFolder, "imagefolder"}}};
 }
 static_assert(is_complete_table(enum_names(DataFormat{})));
+
+// What a file that does not decode does: stop the run naming it, or leave it out (counted).
+enum class OnBadImage { kError, kSkip };
+constexpr NameTable<OnBadImage, 2> enum_names(OnBadImage) {
+  return {{{OnBadImage::kError, "error"}, {OnBadImage::kSkip, "skip"}}};
+}
+static_assert(is_complete_table(enum_names(OnBadImage{})));
+
+// How an image folder is split: "auto" uses train/val/test folders, else metadata.csv's split
+// column, else a seeded stratified split; "folders", "column", "random" and "date" ask for one.
+enum class SplitBy { kAuto, kFolders, kColumn, kRandom, kDate };
+constexpr NameTable<SplitBy, 5> enum_names(SplitBy) {
+  return {{{SplitBy::kAuto, "auto"},
+           {SplitBy::kFolders, "folders"},
+           {SplitBy::kColumn, "column"},
+           {SplitBy::kRandom, "random"},
+           {SplitBy::kDate, "date"}}};
+}
+static_assert(is_complete_table(enum_names(SplitBy{})));
 
 // How 4-D image arrays are laid out: [N, C, H, W] or channels-last [N, H, W, C].
 enum class ArrayLayout { kNchw, kNhwc };
@@ -81,8 +104,21 @@ struct DataOptions {
   bool normalize = true;
   std::vector<double> mean;  // per channel/feature; empty: computed on the training split
   std::vector<double> std;
-  std::vector<std::string> class_names;  // empty: dataset defaults or "0".."K-1"
-  std::int64_t num_classes = 0;          // the model's output width; 0: max label + 1 (or the class names)
+  // imagefolder (see image_folder.h): root/<class>/**/<image>, or train/ val/ test/ folders of
+  // those, or a metadata.csv (file_name + label_column [+ split_column, date_column]).
+  std::int64_t channels = 0;  // 0: as the first training image (gray 1, colour 3); 1 or 3 convert
+  double test_size = 0.2;     // held out for testing when there is no test split (count or fraction)
+  SplitBy split_by = SplitBy::kAuto;
+  std::string metadata = "metadata.csv";  // relative to root; used when it exists
+  std::string split_column = "split";     // metadata: train | val (validation) | test
+  std::string date_column;                // metadata: ISO dates, for split_by = "date"
+  std::string val_from;                   // split_by = "date": val_from <= date < test_from is validation
+  std::string test_from;                  // ... and date >= test_from is the test split
+  OnBadImage on_bad_image = OnBadImage::kError;
+  std::vector<TransformSpec> train_transforms;  // training samples, one draw per sample and epoch
+  std::vector<TransformSpec> eval_transforms;   // validation, test, eval, predict (deterministic)
+  std::vector<std::string> class_names;         // empty: dataset defaults or "0".."K-1"
+  std::int64_t num_classes = 0;                 // the model's output width; 0: max label + 1 (or the class names)
   // Not a config key: false lets labels outside 0..num_classes-1 through (the doctor reads such
   // data to report on it instead of failing at load).
   bool check_labels = true;
@@ -101,6 +137,7 @@ struct Splits {
   std::vector<double> std;
   std::vector<std::int64_t> sample_shape;
   std::vector<std::string> feature_names;  // csv: the header's feature columns, in order; else empty
+  std::vector<std::string> skipped_files;  // imagefolder with on_bad_image = "skip": what was left out, and why
 };
 
 Splits load_splits(const DataOptions& options);

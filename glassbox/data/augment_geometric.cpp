@@ -1,0 +1,1350 @@
+// Over 600 lines: sixteen transforms, each with its parameter table, validation, draws and apply,
+// kept beside the shared affine and remap machinery they use.
+// Tested by augment_geometric_test.cpp.
+#include "glassbox/data/augment_geometric.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+#include <opencv2/imgproc.hpp>
+
+#include "glassbox/base/error.h"
+
+namespace glassbox::data {
+
+namespace {
+
+// Python's float modulo: the result takes the divisor's sign (-30 % 360 == 330).
+double py_mod(double a, double b) {
+  double r = std::fmod(a, b);
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+// Python's int(x) for finite doubles that fit an int (truncation toward zero).
+int py_int(double x) {
+  const double lim = static_cast<double>(std::numeric_limits<int>::max());
+  return static_cast<int>(std::clamp(std::trunc(x), -lim, lim));
+}
+
+// Python's round(x): half to even (nearbyint under the default rounding mode).
+int py_round(double x) { return py_int(std::nearbyint(x)); }
+
+// The cv::Scalar albumentations hands OpenCV: a single value repeated per channel, or the
+// values per channel starting at `first` (missing ones 0).
+cv::Scalar fill_scalar(const std::vector<double>& fill, int first = 0) {
+  if (fill.empty()) return cv::Scalar::all(0);
+  if (fill.size() == 1) return cv::Scalar::all(fill[0]);
+  cv::Scalar s = cv::Scalar::all(0);
+  for (int c = 0; c < 4; ++c) {
+    const auto i = static_cast<std::size_t>(first + c);
+    if (i < fill.size()) s[c] = fill[i];
+  }
+  return s;
+}
+
+// OpenCV's warps and borders handle at most 4 channels; albumentations runs wider images in
+// chunks of 4 (the ops are per channel, so the result is the same as one call).
+template <class Fn>
+cv::Mat per_chunk(const cv::Mat& img, const std::vector<double>& fill, Fn fn) {
+  const int channels = img.channels();
+  if (channels <= 4) return fn(img, fill_scalar(fill));
+  std::vector<cv::Mat> planes;
+  cv::split(img, planes);
+  std::vector<cv::Mat> outs;
+  for (int c = 0; c < channels; c += 4) {
+    const int n = std::min(4, channels - c);
+    cv::Mat chunk;
+    cv::merge(std::vector<cv::Mat>(planes.begin() + c, planes.begin() + c + n), chunk);
+    std::vector<cv::Mat> done;
+    cv::split(fn(chunk, fill_scalar(fill, c)), done);
+    outs.insert(outs.end(), done.begin(), done.end());
+  }
+  cv::Mat out;
+  cv::merge(outs, out);
+  return out;
+}
+
+// numpy's pairwise summation of float64 (np.sum), so the normalised grid steps match bit for bit.
+double numpy_sum(const double* a, std::size_t n) {
+  if (n < 8) {
+    double res = 0.;
+    for (std::size_t i = 0; i < n; ++i) res += a[i];
+    return res;
+  }
+  if (n <= 128) {
+    double r[8];
+    for (int j = 0; j < 8; ++j) r[j] = a[j];
+    std::size_t i = 8;
+    for (; i < n - (n % 8); i += 8)
+      for (int j = 0; j < 8; ++j) r[j] += a[i + static_cast<std::size_t>(j)];
+    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) res += a[i];
+    return res;
+  }
+  std::size_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return numpy_sum(a, n2) + numpy_sum(a + n2, n - n2);
+}
+
+// np.linspace(start, stop, count) written into out[0..count) as float32.
+void linspace_into(float* out, int count, double start, double stop) {
+  if (count <= 0) return;
+  if (count == 1) {
+    out[0] = static_cast<float>(start);
+    return;
+  }
+  const double div = count - 1;
+  const double delta = stop - start;
+  const double step = delta / div;
+  for (int j = 0; j < count; ++j) {
+    const double v = step == 0 ? (j / div) * delta + start : j * step + start;
+    out[j] = static_cast<float>(v);
+  }
+  out[count - 1] = static_cast<float>(stop);
+}
+
+}  // namespace
+
+// ---- resizing -----------------------------------------------------------------------------------
+
+int resize_interpolation(bool downscale, int interpolation, AreaForDownscale area, bool is_mask) {
+  const bool covered = is_mask ? area == AreaForDownscale::kImageMask : area != AreaForDownscale::kNone;
+  return downscale && covered ? cv::INTER_AREA : interpolation;
+}
+
+cv::Mat resize_apply(const cv::Mat& img, int height, int width, int interpolation) {
+  if (img.rows == height && img.cols == width) return img;
+  return per_chunk(img, {}, [&](const cv::Mat& m, const cv::Scalar&) {
+    cv::Mat out;
+    cv::resize(m, out, cv::Size(width, height), 0, 0, interpolation);
+    return out;
+  });
+}
+
+cv::Size max_size_target(int height, int width, double scale) {
+  return {std::max(1, py_round(width * scale)), std::max(1, py_round(height * scale))};
+}
+
+cv::Mat max_size_apply(const cv::Mat& img, double scale, int interpolation) {
+  const cv::Size size = max_size_target(img.rows, img.cols, scale);
+  return resize_apply(img, size.height, size.width, interpolation);
+}
+
+// ---- crops and padding --------------------------------------------------------------------------
+
+std::pair<int, int> dimension_padding(int size, int min_size, int divisor) {
+  if (min_size > 0) {
+    if (size < min_size) {
+      const int before = (min_size - size) / 2;
+      return {before, min_size - size - before};
+    }
+  } else if (divisor > 0) {
+    const int rest = size % divisor;
+    if (rest > 0) {
+      const int total = divisor - rest;
+      return {total / 2, total - total / 2};
+    }
+  }
+  return {0, 0};
+}
+
+PadParams position_padding(const PadParams& c, PadPosition position, AugmentRng& rng) {
+  const int h = c.top + c.bottom, w = c.left + c.right;
+  switch (position) {
+    case PadPosition::kCenter: return c;
+    // The names say where the image ends up: "top_left" pads below and to the right.
+    case PadPosition::kTopLeft: return {0, h, 0, w};
+    case PadPosition::kTopRight: return {0, h, w, 0};
+    case PadPosition::kBottomLeft: return {h, 0, 0, w};
+    case PadPosition::kBottomRight: return {h, 0, w, 0};
+    case PadPosition::kRandom: {
+      const int top = static_cast<int>(rng.randint(0, h));
+      const int left = static_cast<int>(rng.randint(0, w));
+      return {top, h - top, left, w - left};
+    }
+  }
+  return c;
+}
+
+cv::Mat pad_apply(const cv::Mat& img, const PadParams& pad, int border_mode, const std::vector<double>& fill) {
+  return per_chunk(img, fill, [&](const cv::Mat& m, const cv::Scalar& value) {
+    cv::Mat out;
+    cv::copyMakeBorder(m, out, pad.top, pad.bottom, pad.left, pad.right, border_mode, value);
+    return out;
+  });
+}
+
+cv::Mat crop_apply(const cv::Mat& img, const CropCoords& c) {
+  GB_CHECK(c.x0 < c.x1 && c.y0 < c.y1 && c.x0 >= 0 && c.y0 >= 0 && c.x1 <= img.cols && c.y1 <= img.rows,
+           InvalidArgument,
+           "crop box x " << c.x0 << ".." << c.x1 << ", y " << c.y0 << ".." << c.y1 << " is not inside the " << img.rows
+                         << "x" << img.cols << " (height x width) image",
+           "crop boxes must be non-empty and lie inside the image");
+  return img(cv::Range(c.y0, c.y1), cv::Range(c.x0, c.x1)).clone();
+}
+
+cv::Mat crop_and_pad_apply(const cv::Mat& img, const CropCoords& crop, const std::optional<PadParams>& pad,
+                           int border_mode, const std::vector<double>& fill) {
+  if (!pad) return crop_apply(img, crop);
+  return crop_apply(pad_apply(img, *pad, border_mode, fill), crop);
+}
+
+CropCoords random_crop_coords(int height, int width, int crop_height, int crop_width, double h_start, double w_start) {
+  const int ch = std::min(crop_height, height), cw = std::min(crop_width, width);
+  const int y0 = py_int((height - ch + 1) * h_start), x0 = py_int((width - cw + 1) * w_start);
+  return {x0, y0, x0 + cw, y0 + ch};
+}
+
+CropCoords center_crop_coords(int height, int width, int crop_height, int crop_width) {
+  // Python's // floors; the difference is never negative where it is used, but stay exact.
+  const int y0 = static_cast<int>(std::floor((height - crop_height) / 2.0));
+  const int x0 = static_cast<int>(std::floor((width - crop_width) / 2.0));
+  return {x0, y0, x0 + crop_width, y0 + crop_height};
+}
+
+int random_resized_crop_interpolation(const cv::Size& crop, int out_height, int out_width, int interpolation,
+                                      AreaForDownscale area, bool is_mask) {
+  const bool downscale = crop.height > out_height || crop.width > out_width;
+  if (!is_mask && downscale && area != AreaForDownscale::kNone) return cv::INTER_AREA;
+  if (is_mask && area == AreaForDownscale::kImageMask) return cv::INTER_AREA;
+  return interpolation;
+}
+
+cv::Mat random_resized_crop_apply(const cv::Mat& img, const CropCoords& crop, int out_height, int out_width,
+                                  int interpolation) {
+  return resize_apply(crop_apply(img, crop), out_height, out_width, interpolation);
+}
+
+// ---- flips and quarter turns --------------------------------------------------------------------
+
+cv::Mat hflip_apply(const cv::Mat& img) {
+  cv::Mat out;
+  cv::flip(img, out, 1);
+  return out;
+}
+
+cv::Mat vflip_apply(const cv::Mat& img) {
+  cv::Mat out;
+  cv::flip(img, out, 0);
+  return out;
+}
+
+cv::Mat rot90_apply(const cv::Mat& img, int factor) {
+  cv::Mat out;
+  switch (((factor % 4) + 4) % 4) {
+    case 1: cv::rotate(img, out, cv::ROTATE_90_COUNTERCLOCKWISE); break;
+    case 2: cv::rotate(img, out, cv::ROTATE_180); break;
+    case 3: cv::rotate(img, out, cv::ROTATE_90_CLOCKWISE); break;
+    default: out = img.clone();
+  }
+  return out;
+}
+
+// ---- affine warps -------------------------------------------------------------------------------
+
+cv::Point2d image_center(int height, int width) { return {width / 2.0 - 0.5, height / 2.0 - 0.5}; }
+
+cv::Matx33d affine_matrix(cv::Vec2d translate, cv::Vec2d shear_deg, cv::Vec2d scale, double rotate_deg,
+                          cv::Point2d center) {
+  // deg2rad multiplies by pi / 180, as numpy and Python's math.radians do.
+  constexpr double kDegToRad = M_PI / 180.0;
+  const double r = py_mod(rotate_deg, 360.0) * kDegToRad;
+  const double shx = shear_deg[0] * kDegToRad, shy = shear_deg[1] * kDegToRad;
+  const cv::Matx33d to_origin(1, 0, -center.x, 0, 1, -center.y, 0, 0, 1);
+  const cv::Matx33d scaling(scale[0], 0, 0, 0, scale[1], 0, 0, 0, 1);
+  const cv::Matx33d rotation(std::cos(r), std::sin(r), 0, -std::sin(r), std::cos(r), 0, 0, 0, 1);
+  const cv::Matx33d shearing(1, std::tan(shx), 0, std::tan(shy), 1, 0, 0, 0, 1);
+  const cv::Matx33d translation(1, 0, translate[0], 0, 1, translate[1], 0, 0, 1);
+  const cv::Matx33d back(1, 0, center.x, 0, 1, center.y, 0, 0, 1);
+  // Multiplied left to right, as numpy evaluates a @ b @ c.
+  cv::Matx33d m = ((((back * translation) * shearing) * rotation) * scaling) * to_origin;
+  m(2, 0) = 0;
+  m(2, 1) = 0;
+  m(2, 2) = 1;
+  return m;
+}
+
+FittedAffine fit_affine_output(const cv::Matx33d& m, int height, int width) {
+  if (height == 0 || width == 0) return {m, height, width};
+  const double corners[4][2] = {{0, 0}, {double(width), 0}, {double(width), double(height)}, {0, double(height)}};
+  double min_x = std::numeric_limits<double>::infinity(), min_y = min_x;
+  double max_x = -min_x, max_y = -min_x;
+  for (const auto& c : corners) {
+    const double w = m(2, 0) * c[0] + m(2, 1) * c[1] + m(2, 2);
+    const double x = (m(0, 0) * c[0] + m(0, 1) * c[1] + m(0, 2)) / w;
+    const double y = (m(1, 0) * c[0] + m(1, 1) * c[1] + m(1, 2)) / w;
+    min_x = std::min(min_x, x);
+    max_x = std::max(max_x, x);
+    min_y = std::min(min_y, y);
+    max_y = std::max(max_y, y);
+  }
+  const int minc = static_cast<int>(std::floor(min_x)), minr = static_cast<int>(std::floor(min_y));
+  const int maxc = static_cast<int>(std::ceil(max_x)), maxr = static_cast<int>(std::ceil(max_y));
+  const cv::Matx33d shift(1, 0, -minc, 0, 1, -minr, 0, 0, 1);
+  return {shift * m, maxr - minr + 1, maxc - minc + 1};
+}
+
+cv::Mat warp_affine_apply(const cv::Mat& img, const cv::Matx33d& m, int out_height, int out_width, int interpolation,
+                          int border_mode, const std::vector<double>& fill) {
+  // np.allclose(m, I): |m - I| <= 1e-8 + 1e-5 * |I| everywhere.
+  bool identity = true;
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) {
+      const double id = r == c ? 1.0 : 0.0;
+      if (!(std::abs(m(r, c) - id) <= 1e-8 + 1e-5 * std::abs(id))) identity = false;
+    }
+  if (identity) return img;
+  const cv::Matx23d forward(m(0, 0), m(0, 1), m(0, 2), m(1, 0), m(1, 1), m(1, 2));
+  return per_chunk(img, fill, [&](const cv::Mat& chunk, const cv::Scalar& value) {
+    cv::Mat out;
+    cv::warpAffine(chunk, out, forward, cv::Size(out_width, out_height), interpolation, border_mode, value);
+    return out;
+  });
+}
+
+RotateCrop rotate_crop_box(int height, int width, double angle_deg) {
+  const double a = angle_deg * (M_PI / 180.0);
+  const bool width_longer = width >= height;
+  const double side_long = width_longer ? width : height, side_short = width_longer ? height : width;
+  const double sin_a = std::abs(std::sin(a)), cos_a = std::abs(std::cos(a));
+  double wr = 0, hr = 0;
+  if (side_short <= 2.0 * sin_a * cos_a * side_long || std::abs(sin_a - cos_a) < 1e-10) {
+    // Half-constrained: two crop corners touch the longer side.
+    const double x = 0.5 * side_short;
+    wr = width_longer ? x / sin_a : x / cos_a;
+    hr = width_longer ? x / cos_a : x / sin_a;
+  } else {
+    const double cos_2a = cos_a * cos_a - sin_a * sin_a;
+    wr = (width * cos_a - height * sin_a) / cos_2a;
+    hr = (height * cos_a - width * sin_a) / cos_2a;
+  }
+  return {std::max(0, py_int(width / 2.0 - wr / 2)), std::min(width, py_int(width / 2.0 + wr / 2)),
+          std::max(0, py_int(height / 2.0 - hr / 2)), std::min(height, py_int(height / 2.0 + hr / 2))};
+}
+
+cv::Mat rotate_apply(const cv::Mat& img, const cv::Matx33d& m, const RotateCrop& crop, int interpolation,
+                     int border_mode, const std::vector<double>& fill) {
+  cv::Mat out = warp_affine_apply(img, m, img.rows, img.cols, interpolation, border_mode, fill);
+  if (crop.x_min < 0) return out;
+  return crop_apply(out, {crop.x_min, crop.y_min, crop.x_max, crop.y_max});
+}
+
+// ---- distortions --------------------------------------------------------------------------------
+
+void elastic_maps(const cv::Mat& noise, int height, bool gaussian, double alpha, double sigma, bool approximate,
+                  bool same_dxdy, cv::Mat& map_x, cv::Mat& map_y) {
+  const int k = same_dxdy ? 1 : 2;
+  GB_CHECK(noise.type() == CV_32FC1 && noise.rows == k * height, InvalidArgument,
+           "elastic noise must be float32 of " << k * height << " rows, got " << noise.rows, "");
+  const int width = noise.cols;
+  cv::Mat f = noise.clone();
+  if (gaussian) {
+    double max_abs = 0;
+    cv::minMaxLoc(cv::abs(f), nullptr, &max_abs);
+    // numpy divides the float32 array by its float32 maximum in float32.
+    const float m = static_cast<float>(max_abs);
+    if (m > 1e-6f) f.forEach<float>([m](float& v, const int*) { v = v / m; });
+  }
+  // The rows of dx and dy are blurred as one tall image, so dx's last rows leak into dy's first
+  // ones; albumentations does this and the parity depends on it.
+  const int ksize = approximate ? 17 : 0;
+  cv::GaussianBlur(f, f, cv::Size(ksize, ksize), sigma, 0, cv::BORDER_REPLICATE);
+  const float a = static_cast<float>(alpha);
+  f.forEach<float>([a](float& v, const int*) { v = v * a; });
+  const cv::Mat dx = f.rowRange(0, height), dy = same_dxdy ? dx : f.rowRange(height, 2 * height);
+  map_x.create(height, width, CV_32FC1);
+  map_y.create(height, width, CV_32FC1);
+  for (int y = 0; y < height; ++y) {
+    const float* px = dx.ptr<float>(y);
+    const float* py = dy.ptr<float>(y);
+    float* mx = map_x.ptr<float>(y);
+    float* my = map_y.ptr<float>(y);
+    for (int x = 0; x < width; ++x) {
+      // int64 coordinates plus float32 displacements add in float64, then cast to float32.
+      mx[x] = static_cast<float>(static_cast<double>(x) + static_cast<double>(px[x]));
+      my[x] = static_cast<float>(static_cast<double>(y) + static_cast<double>(py[x]));
+    }
+  }
+}
+
+void grid_distortion_maps(int height, int width, int num_steps, std::vector<double> steps_x,
+                          std::vector<double> steps_y, bool normalized, cv::Mat& map_x, cv::Mat& map_y) {
+  GB_CHECK(
+      num_steps >= 1 && steps_x.size() == static_cast<std::size_t>(num_steps + 1) && steps_y.size() == steps_x.size(),
+      InvalidArgument, "grid distortion needs num_steps + 1 steps per axis", "");
+  const auto axis = [&](int size, std::vector<double>& steps) {
+    const int step = size / num_steps;
+    if (normalized) {
+      // The last cell absorbs the rest of size / num_steps; then the cells are scaled so they
+      // sum to exactly `size` pixels.
+      const int last = std::min(size, (num_steps + 1) * step) - num_steps * step;
+      steps.back() *= static_cast<double>(last) / step;
+      const double target = size / std::floor(static_cast<double>(size) / num_steps);
+      const double factor = target / numpy_sum(steps.data(), steps.size());
+      for (double& s : steps) s = s * factor;
+    }
+    std::vector<float> g(static_cast<std::size_t>(size), 0.0f);
+    double prev = 0.0;
+    for (int i = 0; i <= num_steps; ++i) {
+      const int start = i * step, end = std::min(start + step, size);
+      const double cur = prev + step * steps[static_cast<std::size_t>(i)];
+      if (end > start) linspace_into(g.data() + start, end - start, prev, cur);
+      prev = cur;
+    }
+    return g;
+  };
+  const std::vector<float> gx = axis(width, steps_x), gy = axis(height, steps_y);
+  map_x.create(height, width, CV_32FC1);
+  map_y.create(height, width, CV_32FC1);
+  for (int y = 0; y < height; ++y) {
+    std::copy(gx.begin(), gx.end(), map_x.ptr<float>(y));
+    std::fill_n(map_y.ptr<float>(y), width, gy[static_cast<std::size_t>(y)]);
+  }
+}
+
+cv::Mat remap_apply(const cv::Mat& img, const cv::Mat& map_x, const cv::Mat& map_y, int interpolation, int border_mode,
+                    const std::vector<double>& fill) {
+  // One two-channel float32 map, as albumentations stacks them (map2 empty).
+  cv::Mat xy;
+  cv::merge(std::vector<cv::Mat>{map_x, map_y}, xy);
+  // albumentations hands remap a single fill value as it is, not repeated per channel (as its
+  // warpAffine and copyMakeBorder calls do), and OpenCV reads one number as (v, 0, 0, 0): a
+  // single value fills only the first channel. Kept for parity; give one value per channel for
+  // a grey border.
+  const std::vector<double> per_channel = fill.size() == 1 ? std::vector<double>{fill[0], 0, 0, 0} : fill;
+  return per_chunk(img, per_channel, [&](const cv::Mat& chunk, const cv::Scalar& value) {
+    cv::Mat out;
+    cv::remap(chunk, out, xy, cv::noArray(), interpolation, border_mode, value);
+    return out;
+  });
+}
+
+// ---- dropout ------------------------------------------------------------------------------------
+
+cv::Mat coarse_dropout_apply(const cv::Mat& img, const std::vector<Hole>& holes, const std::vector<double>& fill) {
+  cv::Mat out = img.clone();
+  if (holes.empty()) return out;
+  const int channels = img.channels();
+  GB_CHECK(fill.size() == 1 || static_cast<int>(fill.size()) == channels, InvalidArgument,
+           "CoarseDropout fill has " << fill.size() << " values for a " << channels << "-channel image",
+           "give one value, or one per channel");
+  cv::Scalar value = cv::Scalar::all(0);
+  // np.array(fill, uint8) truncates toward zero.
+  for (int c = 0; c < std::min(channels, 4); ++c) value[c] = std::trunc(fill.size() == 1 ? fill[0] : fill[c]);
+  for (const Hole& h : holes) {
+    const int x0 = std::clamp(h[0], 0, img.cols), y0 = std::clamp(h[1], 0, img.rows);
+    const int x1 = std::clamp(h[2], x0, img.cols), y1 = std::clamp(h[3], y0, img.rows);
+    if (x1 > x0 && y1 > y0) out(cv::Range(y0, y1), cv::Range(x0, x1)).setTo(value);
+  }
+  return out;
+}
+
+// =================================================================================================
+// The transforms
+// =================================================================================================
+
+namespace {
+
+// ---- declaring parameters -----------------------------------------------------------------------
+
+ParamDef number_param(std::string name, double def, std::string doc) {
+  return {std::move(name), ParamKind::kNumber, {def}, "", false, {}, ScalarRange::kFixed, std::move(doc)};
+}
+ParamDef int_param(std::string name, double def, std::string doc) {
+  return {std::move(name), ParamKind::kInt, {def}, "", false, {}, ScalarRange::kFixed, std::move(doc)};
+}
+ParamDef range_param(std::string name, std::vector<double> def, ScalarRange rule, std::string doc) {
+  return {std::move(name), ParamKind::kRange, std::move(def), "", false, {}, rule, std::move(doc)};
+}
+ParamDef list_param(std::string name, std::vector<double> def, std::string doc) {
+  return {std::move(name), ParamKind::kList, std::move(def), "", false, {}, ScalarRange::kFixed, std::move(doc)};
+}
+ParamDef word_param(std::string name, std::string def, std::vector<std::string> choices, std::string doc) {
+  return {std::move(name),     ParamKind::kWord, {}, std::move(def), false, std::move(choices),
+          ScalarRange::kFixed, std::move(doc)};
+}
+ParamDef flag_param(std::string name, bool def, std::string doc) {
+  return {std::move(name), ParamKind::kFlag, {}, "", def, {}, ScalarRange::kFixed, std::move(doc)};
+}
+
+const std::vector<std::string> kPositions = {"center",      "top_left",     "top_right",
+                                             "bottom_left", "bottom_right", "random"};
+
+ParamDef interpolation_param(const std::string& name, int def, bool exact_ok) {
+  return int_param(name, def,
+                   exact_ok ? "OpenCV interpolation code: 0 nearest, 1 linear, 2 cubic, 3 area, 4 lanczos4, "
+                              "5 linear exact, 6 nearest exact"
+                            : "OpenCV interpolation code: 0 nearest, 1 linear, 2 cubic, 3 area, 4 lanczos4");
+}
+ParamDef border_param() {
+  return int_param("border_mode", cv::BORDER_CONSTANT,
+                   "OpenCV border code: 0 constant (fill), 1 replicate, 2 reflect, 3 wrap, 4 reflect 101");
+}
+ParamDef fill_param() { return list_param("fill", {0}, "border value: one for all channels or one per channel"); }
+ParamDef fill_mask_param() { return list_param("fill_mask", {0}, "border value of masks"); }
+ParamDef area_param() {
+  return word_param("area_for_downscale", "none", {"none", "image", "image_mask"},
+                    "use INTER_AREA when shrinking: \"image\" for images, \"image_mask\" for masks too "
+                    "(albumentations' None is \"none\")");
+}
+
+// ---- reading parameters -------------------------------------------------------------------------
+
+int read_interpolation(const Params& p, const std::string& key, bool exact_ok) {
+  const std::int64_t v = p.integer(key);
+  const std::int64_t hi = exact_ok ? 6 : 4;
+  p.require(v >= 0 && v <= hi, key, fmt::format("must be an OpenCV interpolation code 0..{}, got {}", hi, v),
+            exact_ok ? "0 nearest, 1 linear, 2 cubic, 3 area, 4 lanczos4, 5 linear exact, 6 nearest exact"
+                     : "0 nearest, 1 linear, 2 cubic, 3 area, 4 lanczos4");
+  return static_cast<int>(v);
+}
+
+int read_border(const Params& p) {
+  const std::int64_t v = p.integer("border_mode");
+  p.require(v >= 0 && v <= 4, "border_mode", fmt::format("must be an OpenCV border code 0..4, got {}", v),
+            "0 constant, 1 replicate, 2 reflect, 3 wrap, 4 reflect 101");
+  return static_cast<int>(v);
+}
+
+std::vector<double> read_fill(const Params& p, const std::string& key) {
+  const std::vector<double>& v = p.list(key);
+  p.require(!v.empty(), key, "must hold at least one value", "one value for all channels, or one per channel");
+  return v;
+}
+
+AreaForDownscale read_area(const Params& p) {
+  const std::string& w = p.word("area_for_downscale");
+  if (w == "image") return AreaForDownscale::kImage;
+  if (w == "image_mask") return AreaForDownscale::kImageMask;
+  return AreaForDownscale::kNone;
+}
+
+PadPosition read_position(const Params& p, const std::string& key) {
+  const std::string& w = p.word(key);
+  for (std::size_t i = 0; i < kPositions.size(); ++i)
+    if (kPositions[i] == w) return static_cast<PadPosition>(i);
+  return PadPosition::kCenter;
+}
+
+int read_size(const Params& p, const std::string& key) {
+  const std::int64_t v = p.integer(key);
+  p.require(v >= 1, key, v == 0 ? "is required (a size >= 1)" : fmt::format("must be >= 1, got {}", v));
+  return static_cast<int>(v);
+}
+
+bool is_integer(double v) { return std::isfinite(v) && v == std::floor(v); }
+
+// A [lo, hi] list (albumentations' tuple-only parameters): two values, inside [lo_bound,
+// hi_bound], nondecreasing when `ordered`.
+std::pair<double, double> read_pair(const Params& p, const std::string& key, double lo_bound, double hi_bound,
+                                    bool ordered = true) {
+  const std::vector<double>& v = p.list(key);
+  p.require(v.size() == 2, key, fmt::format("must be [lo, hi], got {} values", v.size()));
+  p.require(v[0] >= lo_bound && v[0] <= hi_bound && v[1] >= lo_bound && v[1] <= hi_bound, key,
+            fmt::format("must lie in [{}, {}], got [{}, {}]", lo_bound, hi_bound, v[0], v[1]));
+  p.require(!ordered || v[0] <= v[1], key, fmt::format("must be nondecreasing, got [{}, {}]", v[0], v[1]));
+  return {v[0], v[1]};
+}
+
+// A range checked against bounds after the rule turned one number into [lo, hi].
+std::pair<double, double> read_range(const Params& p, const std::string& key, ScalarRange rule, double lo_bound,
+                                     double hi_bound) {
+  const auto r = p.range(key, rule);
+  p.require(r.first >= lo_bound && r.first <= hi_bound && r.second >= lo_bound && r.second <= hi_bound, key,
+            fmt::format("must lie in [{}, {}], got [{}, {}]", lo_bound, hi_bound, r.first, r.second));
+  return r;
+}
+
+std::string size_text(int h, int w) { return fmt::format("{}x{}", h, w); }
+
+// Settings shared by every step that warps: image and mask interpolation, border, fills.
+struct WarpSettings {
+  int interpolation = cv::INTER_LINEAR;
+  int mask_interpolation = cv::INTER_NEAREST;
+  int border_mode = cv::BORDER_CONSTANT;
+  std::vector<double> fill{0}, fill_mask{0};
+
+  static WarpSettings read(const Params& p) {
+    return {read_interpolation(p, "interpolation", false), read_interpolation(p, "mask_interpolation", false),
+            read_border(p), read_fill(p, "fill"), read_fill(p, "fill_mask")};
+  }
+};
+
+std::vector<ParamDef> warp_params(bool remap = false) {
+  return {interpolation_param("interpolation", cv::INTER_LINEAR, false),
+          interpolation_param("mask_interpolation", cv::INTER_NEAREST, false), border_param(),
+          remap ? list_param("fill", {0},
+                             "border value, one per channel (as in albumentations, a single value fills only the "
+                             "first channel and the others get 0)")
+                : fill_param(),
+          fill_mask_param()};
+}
+
+void append(std::vector<double>& out, const cv::Matx33d& m) {
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 3; ++c) out.push_back(m(r, c));
+}
+
+// ---- Resize, SmallestMaxSize, LongestMaxSize ----------------------------------------------------
+
+class ResizeStep final : public Transform {
+ public:
+  explicit ResizeStep(const Params& p)
+      : Transform(p.p()),
+        height_(read_size(p, "height")),
+        width_(read_size(p, "width")),
+        interpolation_(read_interpolation(p, "interpolation", true)),
+        mask_interpolation_(read_interpolation(p, "mask_interpolation", true)),
+        area_(read_area(p)) {}
+  std::string_view name() const override { return "Resize"; }
+  void apply(Sample& s, AugmentRng&) const override {
+    s.image = run(s.image, false);
+    for (cv::Mat& m : s.masks) m = run(m, true);
+  }
+
+ private:
+  cv::Mat run(const cv::Mat& img, bool is_mask) const {
+    const bool down = height_ < img.rows || width_ < img.cols;
+    return resize_apply(img, height_, width_,
+                        resize_interpolation(down, is_mask ? mask_interpolation_ : interpolation_, area_, is_mask));
+  }
+  int height_, width_, interpolation_, mask_interpolation_;
+  AreaForDownscale area_;
+};
+
+class MaxSizeStep final : public Transform {
+ public:
+  MaxSizeStep(const Params& p, bool smallest)
+      : Transform(p.p()),
+        smallest_(smallest),
+        interpolation_(read_interpolation(p, "interpolation", true)),
+        mask_interpolation_(read_interpolation(p, "mask_interpolation", true)),
+        area_(read_area(p)) {
+    const std::vector<double>& ms = p.list("max_size");
+    const std::vector<double>& hw = p.list("max_size_hw");
+    p.require(!ms.empty() || !hw.empty(), "max_size", "or max_size_hw is required",
+              "max_size = 256 (or a list to pick from), or max_size_hw = [height, width] with 0 for \"any\"");
+    p.require(ms.empty() || hw.empty(), "max_size", "and max_size_hw are exclusive: give only one");
+    for (double v : ms) {
+      p.require(is_integer(v) && v >= 1, "max_size", fmt::format("must hold integers >= 1, got {}", v));
+      max_size_.push_back(static_cast<int>(v));
+    }
+    if (!hw.empty()) {
+      p.require(hw.size() == 2, "max_size_hw", fmt::format("must be [height, width], got {} values", hw.size()));
+      p.require(is_integer(hw[0]) && is_integer(hw[1]) && hw[0] >= 0 && hw[1] >= 0 && hw[0] + hw[1] > 0, "max_size_hw",
+                fmt::format("must be integers >= 0, not both 0, got [{}, {}]", hw[0], hw[1]),
+                "0 stands for albumentations' None (that side is free)");
+      max_h_ = static_cast<int>(hw[0]);
+      max_w_ = static_cast<int>(hw[1]);
+    }
+  }
+  std::string_view name() const override { return smallest_ ? "SmallestMaxSize" : "LongestMaxSize"; }
+  std::vector<double> draw_params(const Sample& s, AugmentRng& rng) const override {
+    return {draw(s.image.rows, s.image.cols, rng)};
+  }
+  void apply(Sample& s, AugmentRng& rng) const override {
+    const double scale = draw(s.image.rows, s.image.cols, rng);
+    const auto run = [&](const cv::Mat& img, bool is_mask) {
+      return max_size_apply(
+          img, scale,
+          resize_interpolation(scale < 1.0, is_mask ? mask_interpolation_ : interpolation_, area_, is_mask));
+    };
+    s.image = run(s.image, false);
+    for (cv::Mat& m : s.masks) m = run(m, true);
+  }
+
+ private:
+  double draw(int h, int w, AugmentRng& rng) const {
+    if (!max_size_.empty()) {
+      const int m = max_size_.size() == 1
+                        ? max_size_[0]
+                        : max_size_[static_cast<std::size_t>(rng.randint(0, std::int64_t(max_size_.size()) - 1))];
+      return static_cast<double>(m) / (smallest_ ? std::min(h, w) : std::max(h, w));
+    }
+    const double hs = static_cast<double>(max_h_) / h, ws = static_cast<double>(max_w_) / w;
+    if (max_h_ > 0 && max_w_ > 0) return smallest_ ? std::max(hs, ws) : std::min(hs, ws);
+    return max_h_ > 0 ? hs : ws;
+  }
+  bool smallest_;
+  int interpolation_, mask_interpolation_;
+  AreaForDownscale area_;
+  std::vector<int> max_size_;
+  int max_h_ = 0, max_w_ = 0;
+};
+
+// ---- CenterCrop, RandomCrop ---------------------------------------------------------------------
+
+class CropStep final : public Transform {
+ public:
+  CropStep(const Params& p, bool random)
+      : Transform(p.p()),
+        random_(random),
+        height_(read_size(p, "height")),
+        width_(read_size(p, "width")),
+        pad_if_needed_(p.flag("pad_if_needed")),
+        position_(read_position(p, "pad_position")),
+        border_mode_(read_border(p)),
+        fill_(read_fill(p, "fill")),
+        fill_mask_(read_fill(p, "fill_mask")) {}
+  std::string_view name() const override { return random_ ? "RandomCrop" : "CenterCrop"; }
+
+  struct Drawn {
+    CropCoords crop;
+    std::optional<PadParams> pad;
+  };
+  Drawn draw(int h, int w, AugmentRng& rng) const {
+    GB_CHECK(pad_if_needed_ || (height_ <= h && width_ <= w), InvalidArgument,
+             name() << ": the crop " << size_text(height_, width_) << " (height x width) is larger than the image "
+                    << size_text(h, w),
+             "set pad_if_needed = true to pad small images, or resize them first (e.g. SmallestMaxSize)");
+    Drawn d;
+    int ph = h, pw = w;
+    if (pad_if_needed_) {
+      const auto [top, bottom] = dimension_padding(h, height_, 0);
+      const auto [left, right] = dimension_padding(w, width_, 0);
+      if (top + bottom + left + right > 0) {
+        d.pad = position_padding({top, bottom, left, right}, position_, rng);
+        ph = h + top + bottom;
+        pw = w + left + right;
+      }
+    }
+    if (random_) {
+      const double hs = rng.uniform(), ws = rng.uniform();
+      d.crop = random_crop_coords(ph, pw, height_, width_, hs, ws);
+    } else {
+      d.crop = center_crop_coords(ph, pw, height_, width_);
+    }
+    return d;
+  }
+  std::vector<double> draw_params(const Sample& s, AugmentRng& rng) const override {
+    const Drawn d = draw(s.image.rows, s.image.cols, rng);
+    const PadParams pad = d.pad.value_or(PadParams{});
+    return {double(d.crop.x0), double(d.crop.y0),  double(d.crop.x1), double(d.crop.y1),
+            double(pad.top),   double(pad.bottom), double(pad.left),  double(pad.right)};
+  }
+  void apply(Sample& s, AugmentRng& rng) const override {
+    const Drawn d = draw(s.image.rows, s.image.cols, rng);
+    s.image = crop_and_pad_apply(s.image, d.crop, d.pad, border_mode_, fill_);
+    for (cv::Mat& m : s.masks) m = crop_and_pad_apply(m, d.crop, d.pad, border_mode_, fill_mask_);
+  }
+
+ private:
+  bool random_;
+  int height_, width_;
+  bool pad_if_needed_;
+  PadPosition position_;
+  int border_mode_;
+  std::vector<double> fill_, fill_mask_;
+};
+
+std::vector<ParamDef> crop_params() {
+  return {int_param("height", 0, "crop height in pixels (required)"),
+          int_param("width", 0, "crop width in pixels (required)"),
+          flag_param("pad_if_needed", false, "pad images smaller than the crop instead of failing"),
+          word_param("pad_position", "center", kPositions, "where the image sits inside the padding"),
+          border_param(),
+          fill_param(),
+          fill_mask_param()};
+}
+
+// ---- RandomResizedCrop --------------------------------------------------------------------------
+
+class RandomResizedCropStep final : public Transform {
+ public:
+  explicit RandomResizedCropStep(const Params& p)
+      : Transform(p.p()),
+        interpolation_(read_interpolation(p, "interpolation", true)),
+        mask_interpolation_(read_interpolation(p, "mask_interpolation", true)),
+        area_(read_area(p)) {
+    const std::vector<double>& size = p.list("size");
+    p.require(size.size() == 2, "size", fmt::format("must be [height, width], got {} values", size.size()),
+              "e.g. size = [224, 224]");
+    p.require(is_integer(size[0]) && is_integer(size[1]) && size[0] >= 1 && size[1] >= 1, "size",
+              fmt::format("must hold integers >= 1, got [{}, {}]", size[0], size[1]));
+    out_h_ = static_cast<int>(size[0]);
+    out_w_ = static_cast<int>(size[1]);
+    scale_ = read_pair(p, "scale", 0, 1);
+    ratio_ = read_pair(p, "ratio", 0, std::numeric_limits<double>::max());
+    p.require(ratio_.first > 0, "ratio", fmt::format("must be > 0, got [{}, {}]", ratio_.first, ratio_.second));
+  }
+  std::string_view name() const override { return "RandomResizedCrop"; }
+  CropCoords draw(int h, int w, AugmentRng& rng) const {
+    const double area = static_cast<double>(h) * w;
+    const double lr0 = std::log(ratio_.first), lr1 = std::log(ratio_.second);
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      // torchvision's sampler: an area fraction and a log-uniform aspect ratio, up to 10 tries.
+      const double target = rng.uniform(scale_.first * area, scale_.second * area);
+      const double aspect = std::exp(rng.uniform(lr0, lr1));
+      const int cw = py_round(std::sqrt(target * aspect)), ch = py_round(std::sqrt(target / aspect));
+      if (cw > 0 && cw <= w && ch > 0 && ch <= h) {
+        const double hs = rng.uniform(), ws = rng.uniform();
+        return random_crop_coords(h, w, ch, cw, hs, ws);
+      }
+    }
+    const double in_ratio = static_cast<double>(w) / h;
+    int cw = w, ch = h;
+    if (in_ratio < ratio_.first) {
+      ch = py_round(w / ratio_.first);
+    } else if (in_ratio > ratio_.second) {
+      cw = py_round(h * ratio_.second);
+    }
+    return center_crop_coords(h, w, ch, cw);
+  }
+  std::vector<double> draw_params(const Sample& s, AugmentRng& rng) const override {
+    const CropCoords c = draw(s.image.rows, s.image.cols, rng);
+    return {double(c.x0), double(c.y0), double(c.x1), double(c.y1)};
+  }
+  void apply(Sample& s, AugmentRng& rng) const override {
+    const CropCoords c = draw(s.image.rows, s.image.cols, rng);
+    const cv::Size crop(c.x1 - c.x0, c.y1 - c.y0);
+    s.image = random_resized_crop_apply(
+        s.image, c, out_h_, out_w_,
+        random_resized_crop_interpolation(crop, out_h_, out_w_, interpolation_, area_, false));
+    for (cv::Mat& m : s.masks)
+      m = random_resized_crop_apply(
+          m, c, out_h_, out_w_,
+          random_resized_crop_interpolation(crop, out_h_, out_w_, mask_interpolation_, area_, true));
+  }
+
+ private:
+  int interpolation_, mask_interpolation_;
+  AreaForDownscale area_;
+  int out_h_ = 0, out_w_ = 0;
+  std::pair<double, double> scale_, ratio_;
+};
+
+// ---- PadIfNeeded --------------------------------------------------------------------------------
+
+class PadIfNeededStep final : public Transform {
+ public:
+  explicit PadIfNeededStep(const Params& p)
+      : Transform(p.p()),
+        min_h_(static_cast<int>(p.integer("min_height"))),
+        min_w_(static_cast<int>(p.integer("min_width"))),
+        div_h_(static_cast<int>(p.integer("pad_height_divisor"))),
+        div_w_(static_cast<int>(p.integer("pad_width_divisor"))),
+        position_(read_position(p, "position")),
+        border_mode_(read_border(p)),
+        fill_(read_fill(p, "fill")),
+        fill_mask_(read_fill(p, "fill_mask")) {
+    for (const char* key : {"min_height", "min_width", "pad_height_divisor", "pad_width_divisor"})
+      p.require(p.integer(key) >= 0, key, fmt::format("must be >= 1 (or 0 for None), got {}", p.integer(key)));
+    p.require((min_h_ > 0) != (div_h_ > 0), "min_height",
+              "and pad_height_divisor: exactly one must be set (0 stands for None)",
+              "to pad to a multiple, set min_height = 0 and pad_height_divisor = 32");
+    p.require((min_w_ > 0) != (div_w_ > 0), "min_width",
+              "and pad_width_divisor: exactly one must be set (0 stands for None)",
+              "to pad to a multiple, set min_width = 0 and pad_width_divisor = 32");
+  }
+  std::string_view name() const override { return "PadIfNeeded"; }
+  PadParams draw(int h, int w, AugmentRng& rng) const {
+    const auto [top, bottom] = dimension_padding(h, min_h_, div_h_);
+    const auto [left, right] = dimension_padding(w, min_w_, div_w_);
+    return position_padding({top, bottom, left, right}, position_, rng);
+  }
+  std::vector<double> draw_params(const Sample& s, AugmentRng& rng) const override {
+    const PadParams d = draw(s.image.rows, s.image.cols, rng);
+    return {double(d.top), double(d.bottom), double(d.left), double(d.right)};
+  }
+  void apply(Sample& s, AugmentRng& rng) const override {
+    const PadParams d = draw(s.image.rows, s.image.cols, rng);
+    s.image = pad_apply(s.image, d, border_mode_, fill_);
+    for (cv::Mat& m : s.masks) m = pad_apply(m, d, border_mode_, fill_mask_);
+  }
+
+ private:
+  int min_h_, min_w_, div_h_, div_w_;
+  PadPosition position_;
+  int border_mode_;
+  std::vector<double> fill_, fill_mask_;
+};
+
+// ---- flips, RandomRotate90 ----------------------------------------------------------------------
+
+class FlipStep final : public Transform {
+ public:
+  FlipStep(double p, bool horizontal) : Transform(p), horizontal_(horizontal) {}
+  std::string_view name() const override { return horizontal_ ? "HorizontalFlip" : "VerticalFlip"; }
+  void apply(Sample& s, AugmentRng&) const override {
+    s.image = horizontal_ ? hflip_apply(s.image) : vflip_apply(s.image);
+    for (cv::Mat& m : s.masks) m = horizontal_ ? hflip_apply(m) : vflip_apply(m);
+  }
+
+ private:
+  bool horizontal_;
+};
+
+class RandomRotate90Step final : public Transform {
+ public:
+  explicit RandomRotate90Step(double p) : Transform(p) {}
+  std::string_view name() const override { return "RandomRotate90"; }
+  std::vector<double> draw_params(const Sample&, AugmentRng& rng) const override { return {double(rng.randint(0, 3))}; }
+  void apply(Sample& s, AugmentRng& rng) const override {
+    const int factor = static_cast<int>(rng.randint(0, 3));
+    s.image = rot90_apply(s.image, factor);
+    for (cv::Mat& m : s.masks) m = rot90_apply(m, factor);
+  }
+};
+
+// ---- Rotate -------------------------------------------------------------------------------------
+
+class RotateStep final : public Transform {
+ public:
+  explicit RotateStep(const Params& p)
+      : Transform(p.p()),
+        limit_(p.range("limit", ScalarRange::kSymmetric)),
+        crop_border_(p.flag("crop_border")),
+        warp_(WarpSettings::read(p)) {}
+  std::string_view name() const override { return "Rotate"; }
+  struct Drawn {
+    RotateCrop crop;
+    cv::Matx33d matrix;
+  };
+  Drawn draw(int h, int w, AugmentRng& rng) const {
+    const double angle = rng.uniform(limit_.first, limit_.second);
+    Drawn d;
+    if (crop_border_) d.crop = rotate_crop_box(h, w, angle);
+    d.matrix = affine_matrix({0, 0}, {0, 0}, {1, 1}, angle, image_center(h, w));
+    return d;
+  }
+  std::vector<double> draw_params(const Sample& s, AugmentRng& rng) const override {
+    const Drawn d = draw(s.image.rows, s.image.cols, rng);
+    std::vector<double> out = {double(d.crop.x_min), double(d.crop.x_max), double(d.crop.y_min), double(d.crop.y_max)};
+    append(out, d.matrix);
+    return out;
+  }
+  void apply(Sample& s, AugmentRng& rng) const override {
+    const Drawn d = draw(s.image.rows, s.image.cols, rng);
+    s.image = rotate_apply(s.image, d.matrix, d.crop, warp_.interpolation, warp_.border_mode, warp_.fill);
+    for (cv::Mat& m : s.masks)
+      m = rotate_apply(m, d.matrix, d.crop, warp_.mask_interpolation, warp_.border_mode, warp_.fill_mask);
+  }
+
+ private:
+  std::pair<double, double> limit_;
+  bool crop_border_;
+  WarpSettings warp_;
+};
+
+// ---- Affine, ShiftScaleRotate -------------------------------------------------------------------
+
+struct AffineRanges {
+  std::pair<double, double> scale_x{1, 1}, scale_y{1, 1};
+  bool translate_px = true;  // else percent of the image size
+  std::pair<double, double> translate_x{0, 0}, translate_y{0, 0};
+  std::pair<double, double> shear_x{0, 0}, shear_y{0, 0};
+  std::pair<double, double> rotate{0, 0};
+  bool fit_output = false, keep_ratio = false, balanced_scale = false;
+};
+
+class AffineStep final : public Transform {
+ public:
+  AffineStep(double p, std::string_view name, AffineRanges r, WarpSettings warp)
+      : Transform(p), name_(name), r_(std::move(r)), warp_(std::move(warp)) {}
+  std::string_view name() const override { return name_; }
+  struct Drawn {
+    double rotate = 0, scale_x = 1, scale_y = 1;
+    cv::Matx33d matrix;
+    int out_h = 0, out_w = 0;
+  };
+  Drawn draw(int h, int w, AugmentRng& rng) const {
+    double tx = 0, ty = 0;
+    if (r_.translate_px) {
+      tx = double(rng.randint(py_int(r_.translate_x.first), py_int(r_.translate_x.second)));
+      ty = double(rng.randint(py_int(r_.translate_y.first), py_int(r_.translate_y.second)));
+    } else {
+      const double ux = rng.uniform(r_.translate_x.first, r_.translate_x.second);
+      const double uy = rng.uniform(r_.translate_y.first, r_.translate_y.second);
+      tx = py_int(ux * w);
+      ty = py_int(uy * h);
+    }
+    // albumentations negates the drawn shear so positive values lean the same way as imgaug's.
+    const double shx = -rng.uniform(r_.shear_x.first, r_.shear_x.second);
+    const double shy = -rng.uniform(r_.shear_y.first, r_.shear_y.second);
+    Drawn d;
+    d.scale_x = draw_scale(r_.scale_x, rng);
+    d.scale_y = draw_scale(r_.scale_y, rng);
+    if (r_.keep_ratio) d.scale_y = d.scale_x;
+    d.rotate = rng.uniform(r_.rotate.first, r_.rotate.second);
+    d.matrix = affine_matrix({tx, ty}, {shx, shy}, {d.scale_x, d.scale_y}, d.rotate, image_center(h, w));
+    d.out_h = h;
+    d.out_w = w;
+    if (r_.fit_output) {
+      const FittedAffine f = fit_affine_output(d.matrix, h, w);
+      d.matrix = f.matrix;
+      d.out_h = f.height;
+      d.out_w = f.width;
+    }
+    return d;
+  }
+  std::vector<double> draw_params(const Sample& s, AugmentRng& rng) const override {
+    const Drawn d = draw(s.image.rows, s.image.cols, rng);
+    std::vector<double> out = {d.rotate, d.scale_x, d.scale_y};
+    append(out, d.matrix);
+    out.push_back(d.out_h);
+    out.push_back(d.out_w);
+    return out;
+  }
+  void apply(Sample& s, AugmentRng& rng) const override {
+    const Drawn d = draw(s.image.rows, s.image.cols, rng);
+    s.image =
+        warp_affine_apply(s.image, d.matrix, d.out_h, d.out_w, warp_.interpolation, warp_.border_mode, warp_.fill);
+    for (cv::Mat& m : s.masks)
+      m = warp_affine_apply(m, d.matrix, d.out_h, d.out_w, warp_.mask_interpolation, warp_.border_mode,
+                            warp_.fill_mask);
+  }
+
+ private:
+  double draw_scale(const std::pair<double, double>& range, AugmentRng& rng) const {
+    if (!r_.balanced_scale) return rng.uniform(range.first, range.second);
+    // balanced_scale: first pick the shrinking or the growing half with equal odds, so zooming
+    // out is as likely as zooming in whatever the range's asymmetry.
+    const bool lower = range.first<1, upper = range.second> 1;
+    if (lower && upper) return rng.randint(0, 1) == 0 ? rng.uniform(range.first, 1.0) : rng.uniform(1.0, range.second);
+    if (lower) return rng.uniform(range.first, 1.0);
+    if (upper) return rng.uniform(1.0, range.second);
+    return 1.0;
+  }
+  std::string_view name_;
+  AffineRanges r_;
+  WarpSettings warp_;
+};
+
+std::unique_ptr<Transform> make_affine(const Params& p) {
+  AffineRanges r;
+  const auto scale = p.range("scale", ScalarRange::kFixed);
+  p.require(scale.first > 0 && scale.second > 0, "scale",
+            fmt::format("must be > 0, got [{}, {}]", scale.first, scale.second));
+  r.scale_x = r.scale_y = scale;
+  const bool has_percent = !p.list("translate_percent").empty(), has_px = !p.list("translate_px").empty();
+  p.require(!(has_percent && has_px), "translate_percent", "and translate_px are exclusive: give only one");
+  if (has_percent) {
+    r.translate_px = false;
+    r.translate_x = r.translate_y = p.range("translate_percent", ScalarRange::kFixed);
+  } else if (has_px) {
+    const auto px = p.range("translate_px", ScalarRange::kFixed);
+    p.require(py_int(px.first) <= py_int(px.second), "translate_px",
+              fmt::format("must be nondecreasing, got [{}, {}]", px.first, px.second));
+    r.translate_x = r.translate_y = px;
+  }
+  r.shear_x = r.shear_y = p.range("shear", ScalarRange::kFixed);
+  r.rotate = p.range("rotate", ScalarRange::kFixed);
+  r.fit_output = p.flag("fit_output");
+  r.keep_ratio = p.flag("keep_ratio");
+  r.balanced_scale = p.flag("balanced_scale");
+  return std::make_unique<AffineStep>(p.p(), "Affine", r, WarpSettings::read(p));
+}
+
+std::unique_ptr<Transform> make_shift_scale_rotate(const Params& p) {
+  AffineRanges r;
+  const auto shift = p.range("shift_limit", ScalarRange::kSymmetric);
+  const auto axis = [&](const char* key) {
+    const auto v = p.list(key).empty() ? shift : p.range(key, ScalarRange::kSymmetric);
+    p.require(v.first >= -1 && v.second <= 1, p.list(key).empty() ? "shift_limit" : key,
+              fmt::format("must lie in [-1, 1], got [{}, {}]", v.first, v.second));
+    return v;
+  };
+  r.translate_px = false;
+  r.translate_x = axis("shift_limit_x");
+  r.translate_y = axis("shift_limit_y");
+  auto scale = p.range("scale_limit", ScalarRange::kBias1);
+  if (scale.first > scale.second) std::swap(scale.first, scale.second);  // albumentations sorts the limit first
+  p.require(scale.first >= 0, "scale_limit",
+            fmt::format("must give scales >= 0 (limit + 1), got [{}, {}]", scale.first, scale.second));
+  r.scale_x = r.scale_y = scale;
+  r.rotate = p.range("rotate_limit", ScalarRange::kSymmetric);
+  return std::make_unique<AffineStep>(p.p(), "ShiftScaleRotate", r, WarpSettings::read(p));
+}
+
+// ---- ElasticTransform, GridDistortion -----------------------------------------------------------
+
+class ElasticStep final : public Transform {
+ public:
+  explicit ElasticStep(const Params& p)
+      : Transform(p.p()),
+        alpha_(p.number("alpha")),
+        sigma_(p.number("sigma")),
+        approximate_(p.flag("approximate")),
+        same_dxdy_(p.flag("same_dxdy")),
+        gaussian_(p.word("noise_distribution") == "gaussian"),
+        warp_(WarpSettings::read(p)) {
+    p.require(alpha_ >= 0, "alpha", fmt::format("must be >= 0, got {}", alpha_));
+    p.require(sigma_ >= 1, "sigma", fmt::format("must be >= 1, got {}", sigma_));
+  }
+  std::string_view name() const override { return "ElasticTransform"; }
+  void draw(int h, int w, AugmentRng& rng, cv::Mat& map_x, cv::Mat& map_y) const {
+    const int k = same_dxdy_ ? 1 : 2;
+    cv::Mat noise(k * h, w, CV_32FC1);
+    // Row-major fill, as numpy lays out a (k, H, W) draw.
+    for (int r = 0; r < noise.rows; ++r) {
+      float* row = noise.ptr<float>(r);
+      for (int c = 0; c < w; ++c) row[c] = static_cast<float>(gaussian_ ? rng.normal() : rng.uniform(-1.0, 1.0));
+    }
+    elastic_maps(noise, h, gaussian_, alpha_, sigma_, approximate_, same_dxdy_, map_x, map_y);
+  }
+  std::vector<double> draw_params(const Sample& s, AugmentRng& rng) const override {
+    cv::Mat mx, my;
+    draw(s.image.rows, s.image.cols, rng, mx, my);
+    std::vector<double> out(mx.begin<float>(), mx.end<float>());
+    out.insert(out.end(), my.begin<float>(), my.end<float>());
+    return out;
+  }
+  void apply(Sample& s, AugmentRng& rng) const override {
+    cv::Mat mx, my;
+    draw(s.image.rows, s.image.cols, rng, mx, my);
+    s.image = remap_apply(s.image, mx, my, warp_.interpolation, warp_.border_mode, warp_.fill);
+    for (cv::Mat& m : s.masks) m = remap_apply(m, mx, my, warp_.mask_interpolation, warp_.border_mode, warp_.fill_mask);
+  }
+
+ private:
+  double alpha_, sigma_;
+  bool approximate_, same_dxdy_, gaussian_;
+  WarpSettings warp_;
+};
+
+class GridDistortionStep final : public Transform {
+ public:
+  explicit GridDistortionStep(const Params& p)
+      : Transform(p.p()),
+        num_steps_(static_cast<int>(p.integer("num_steps"))),
+        limit_(read_range(p, "distort_limit", ScalarRange::kSymmetric, -1, 1)),
+        normalized_(p.flag("normalized")),
+        warp_(WarpSettings::read(p)) {
+    p.require(p.integer("num_steps") >= 1, "num_steps", fmt::format("must be >= 1, got {}", p.integer("num_steps")));
+  }
+  std::string_view name() const override { return "GridDistortion"; }
+  void draw(int h, int w, AugmentRng& rng, cv::Mat& map_x, cv::Mat& map_y) const {
+    std::vector<double> sx, sy;
+    for (int i = 0; i <= num_steps_; ++i) sx.push_back(1 + rng.uniform(limit_.first, limit_.second));
+    for (int i = 0; i <= num_steps_; ++i) sy.push_back(1 + rng.uniform(limit_.first, limit_.second));
+    grid_distortion_maps(h, w, num_steps_, sx, sy, normalized_, map_x, map_y);
+  }
+  // The maps repeat one row (x) and one column (y): map_x's first row, then map_y's first column.
+  std::vector<double> draw_params(const Sample& s, AugmentRng& rng) const override {
+    cv::Mat mx, my;
+    draw(s.image.rows, s.image.cols, rng, mx, my);
+    std::vector<double> out(mx.ptr<float>(0), mx.ptr<float>(0) + mx.cols);
+    for (int y = 0; y < my.rows; ++y) out.push_back(my.at<float>(y, 0));
+    return out;
+  }
+  void apply(Sample& s, AugmentRng& rng) const override {
+    cv::Mat mx, my;
+    draw(s.image.rows, s.image.cols, rng, mx, my);
+    s.image = remap_apply(s.image, mx, my, warp_.interpolation, warp_.border_mode, warp_.fill);
+    for (cv::Mat& m : s.masks) m = remap_apply(m, mx, my, warp_.mask_interpolation, warp_.border_mode, warp_.fill_mask);
+  }
+
+ private:
+  int num_steps_;
+  std::pair<double, double> limit_;
+  bool normalized_;
+  WarpSettings warp_;
+};
+
+// ---- CoarseDropout ------------------------------------------------------------------------------
+
+class CoarseDropoutStep final : public Transform {
+ public:
+  explicit CoarseDropoutStep(const Params& p)
+      : Transform(p.p()),
+        num_holes_(read_pair(p, "num_holes_range", 1, std::numeric_limits<double>::max())),
+        hole_h_(read_pair(p, "hole_height_range", 0, std::numeric_limits<double>::max())),
+        hole_w_(read_pair(p, "hole_width_range", 0, std::numeric_limits<double>::max())),
+        fill_(read_fill(p, "fill")),
+        fill_mask_(p.list("fill_mask")) {
+    p.require(is_integer(num_holes_.first) && is_integer(num_holes_.second), "num_holes_range",
+              fmt::format("must hold integers, got [{}, {}]", num_holes_.first, num_holes_.second));
+    // The height range alone decides between pixels (upper bound >= 1) and fractions; fractions
+    // of the width above 1 would make holes wider than the image.
+    p.require(hole_h_.second >= 1 || hole_w_.second <= 1, "hole_width_range",
+              fmt::format("must be fractions in [0, 1] when hole_height_range is, got [{}, {}]", hole_w_.first,
+                          hole_w_.second),
+              "give both ranges in pixels (upper bound >= 1) or both as fractions of the image size");
+    for (double v : fill_)
+      p.require(v >= 0 && v <= 255, "fill", fmt::format("must hold values in [0, 255], got {}", v));
+    for (double v : fill_mask_)
+      p.require(v >= 0 && v <= 255, "fill_mask", fmt::format("must hold values in [0, 255], got {}", v));
+  }
+  std::string_view name() const override { return "CoarseDropout"; }
+  std::vector<Hole> draw(int h, int w, AugmentRng& rng) const {
+    const auto n =
+        static_cast<std::size_t>(rng.randint(std::int64_t(num_holes_.first), std::int64_t(num_holes_.second)));
+    std::vector<int> hh(n), ww(n);
+    if (hole_h_.second >= 1) {
+      // Pixels: integers in [int(lo), int(min(hi, size) + 1)).
+      const auto sizes = [&](std::vector<int>& out, std::pair<double, double> r, int size, const char* what) {
+        const int lo = py_int(r.first), hi = py_int(std::min(r.second, double(size)) + 1) - 1;
+        GB_CHECK(
+            lo <= hi, InvalidArgument,
+            "CoarseDropout: the smallest hole " << what << " " << lo << " exceeds the image " << what << " " << size,
+            "lower the hole size ranges or resize the images first");
+        for (int& v : out) v = static_cast<int>(rng.randint(lo, hi));
+      };
+      sizes(hh, hole_h_, h, "height");
+      sizes(ww, hole_w_, w, "width");
+    } else {
+      for (int& v : hh) v = py_int(h * rng.uniform(hole_h_.first, hole_h_.second));
+      for (int& v : ww) v = py_int(w * rng.uniform(hole_w_.first, hole_w_.second));
+    }
+    std::vector<Hole> holes(n);
+    for (std::size_t i = 0; i < n; ++i) holes[i][1] = static_cast<int>(rng.randint(0, h - hh[i]));
+    for (std::size_t i = 0; i < n; ++i) holes[i][0] = static_cast<int>(rng.randint(0, w - ww[i]));
+    for (std::size_t i = 0; i < n; ++i) {
+      holes[i][2] = holes[i][0] + ww[i];
+      holes[i][3] = holes[i][1] + hh[i];
+    }
+    return holes;
+  }
+  // The hole count, then x0, y0, x1, y1 per hole.
+  std::vector<double> draw_params(const Sample& s, AugmentRng& rng) const override {
+    const std::vector<Hole> holes = draw(s.image.rows, s.image.cols, rng);
+    std::vector<double> out = {double(holes.size())};
+    for (const Hole& h : holes) out.insert(out.end(), h.begin(), h.end());
+    return out;
+  }
+  void apply(Sample& s, AugmentRng& rng) const override {
+    const std::vector<Hole> holes = draw(s.image.rows, s.image.cols, rng);
+    s.image = coarse_dropout_apply(s.image, holes, fill_);
+    if (fill_mask_.empty()) return;  // albumentations' fill_mask=None: masks keep their labels
+    for (cv::Mat& m : s.masks) m = coarse_dropout_apply(m, holes, fill_mask_);
+  }
+
+ private:
+  std::pair<double, double> num_holes_, hole_h_, hole_w_;
+  std::vector<double> fill_, fill_mask_;
+};
+
+}  // namespace
+
+void add_geometric_transforms(std::vector<TransformDef>& out) {
+  const auto resize_common = [] {
+    return std::vector<ParamDef>{interpolation_param("interpolation", cv::INTER_LINEAR, true),
+                                 interpolation_param("mask_interpolation", cv::INTER_NEAREST, true), area_param()};
+  };
+  std::vector<ParamDef> resize = {int_param("height", 0, "output height in pixels (required)"),
+                                  int_param("width", 0, "output width in pixels (required)")};
+  for (auto& d : resize_common()) resize.push_back(d);
+  out.push_back({"Resize", "resizes to height x width", 1.0, resize,
+                 [](const Params& p) { return std::make_unique<ResizeStep>(p); }});
+
+  std::vector<ParamDef> max_size = {
+      list_param("max_size", {}, "target size of the side (one number, or a list to pick from at random)"),
+      list_param("max_size_hw", {}, "[height, width] bounds instead of max_size; 0 leaves a side free")};
+  for (auto& d : resize_common()) max_size.push_back(d);
+  out.push_back({"SmallestMaxSize", "scales so the shorter side is max_size, keeping the aspect ratio", 1.0, max_size,
+                 [](const Params& p) { return std::make_unique<MaxSizeStep>(p, true); }});
+  out.push_back({"LongestMaxSize", "scales so the longer side is max_size, keeping the aspect ratio", 1.0, max_size,
+                 [](const Params& p) { return std::make_unique<MaxSizeStep>(p, false); }});
+
+  out.push_back({"CenterCrop", "crops the centre height x width", 1.0, crop_params(),
+                 [](const Params& p) { return std::make_unique<CropStep>(p, false); }});
+  out.push_back({"RandomCrop", "crops height x width at a random place", 1.0, crop_params(),
+                 [](const Params& p) { return std::make_unique<CropStep>(p, true); }});
+
+  std::vector<ParamDef> rrc = {list_param("size", {}, "output [height, width] (required)"),
+                               list_param("scale", {0.08, 1.0}, "[lo, hi] fraction of the image area to crop"),
+                               list_param("ratio", {0.75, 1.3333333333333333}, "[lo, hi] aspect ratio (w / h)")};
+  for (auto& d : resize_common()) rrc.push_back(d);
+  out.push_back({"RandomResizedCrop", "crops a random area and aspect ratio, then resizes to size", 1.0, rrc,
+                 [](const Params& p) { return std::make_unique<RandomResizedCropStep>(p); }});
+
+  out.push_back({"PadIfNeeded",
+                 "pads to at least min_height x min_width (or to multiples of the divisors)",
+                 1.0,
+                 {int_param("min_height", 1024, "minimum height (0 for None)"),
+                  int_param("min_width", 1024, "minimum width (0 for None)"),
+                  int_param("pad_height_divisor", 0, "pad the height to a multiple of this (0 for None)"),
+                  int_param("pad_width_divisor", 0, "pad the width to a multiple of this (0 for None)"),
+                  word_param("position", "center", kPositions, "where the image sits inside the padding"),
+                  border_param(), fill_param(), fill_mask_param()},
+                 [](const Params& p) { return std::make_unique<PadIfNeededStep>(p); }});
+
+  out.push_back({"HorizontalFlip", "mirrors left-right", 0.5, {}, [](const Params& p) {
+                   return std::make_unique<FlipStep>(p.p(), true);
+                 }});
+  out.push_back({"VerticalFlip", "mirrors top-bottom", 0.5, {}, [](const Params& p) {
+                   return std::make_unique<FlipStep>(p.p(), false);
+                 }});
+  out.push_back({"RandomRotate90", "rotates by 0, 90, 180 or 270 degrees, uniformly", 1.0, {}, [](const Params& p) {
+                   return std::make_unique<RandomRotate90Step>(p.p());
+                 }});
+
+  std::vector<ParamDef> rotate = {
+      range_param("limit", {-90, 90}, ScalarRange::kSymmetric, "angle range in degrees (one number v: [-v, v])")};
+  for (auto& d : warp_params()) rotate.push_back(d);
+  rotate.push_back(word_param("rotate_method", "largest_box", {"largest_box", "ellipse"},
+                              "bounding-box rule (glassbox has no boxes: accepted, no effect)"));
+  rotate.push_back(flag_param("crop_border", false, "crop to the largest rectangle without border pixels"));
+  out.push_back({"Rotate", "rotates by a random angle about the centre", 0.5, rotate,
+                 [](const Params& p) { return std::make_unique<RotateStep>(p); }});
+
+  std::vector<ParamDef> affine = {
+      range_param("scale", {1.0, 1.0}, ScalarRange::kFixed, "scale range, drawn per axis (one number: fixed)"),
+      range_param("translate_percent", {}, ScalarRange::kFixed,
+                  "shift range as a fraction of the size, drawn per axis (unset: None)"),
+      range_param("translate_px", {}, ScalarRange::kFixed, "shift range in pixels, drawn per axis (unset: None)"),
+      range_param("rotate", {0.0}, ScalarRange::kFixed, "angle range in degrees (one number: fixed)"),
+      range_param("shear", {0.0, 0.0}, ScalarRange::kFixed, "shear range in degrees, drawn per axis"),
+      flag_param("fit_output", false, "grow the output so no part of the image is cut off"),
+      flag_param("keep_ratio", false, "use the x scale for y too"),
+      flag_param("balanced_scale", false, "zoom in and out with equal odds"),
+      word_param("rotate_method", "largest_box", {"largest_box", "ellipse"},
+                 "bounding-box rule (glassbox has no boxes: accepted, no effect)")};
+  for (auto& d : warp_params()) affine.push_back(d);
+  out.push_back({"Affine", "scales, shifts, rotates and shears about the centre", 0.5, affine, make_affine});
+
+  std::vector<ParamDef> ssr = {
+      range_param("shift_limit", {-0.0625, 0.0625}, ScalarRange::kSymmetric, "shift range as a fraction of the size"),
+      range_param("scale_limit", {-0.1, 0.1}, ScalarRange::kBias1,
+                  "scale range minus 1 (0.1: [0.9, 1.1]), drawn per axis"),
+      range_param("rotate_limit", {-45, 45}, ScalarRange::kSymmetric, "angle range in degrees"),
+      range_param("shift_limit_x", {}, ScalarRange::kSymmetric, "x shift range (unset: shift_limit)"),
+      range_param("shift_limit_y", {}, ScalarRange::kSymmetric, "y shift range (unset: shift_limit)"),
+      word_param("rotate_method", "largest_box", {"largest_box", "ellipse"},
+                 "bounding-box rule (glassbox has no boxes: accepted, no effect)")};
+  for (auto& d : warp_params()) ssr.push_back(d);
+  out.push_back({"ShiftScaleRotate", "Affine with symmetric shift, scale and rotation limits", 0.5, ssr,
+                 make_shift_scale_rotate});
+
+  std::vector<ParamDef> elastic = {
+      number_param("alpha", 1.0, "displacement scale in pixels"),
+      number_param("sigma", 50.0, "Gaussian smoothing of the displacement field"),
+      flag_param("approximate", false, "blur with a fixed 17x17 kernel"),
+      flag_param("same_dxdy", false, "one field for both axes"),
+      word_param("noise_distribution", "gaussian", {"gaussian", "uniform"}, "the field's noise"),
+      word_param("keypoint_remapping_method", "mask", {"mask", "direct"},
+                 "keypoint rule (glassbox has no keypoints: accepted, no effect)")};
+  for (auto& d : warp_params(true)) elastic.push_back(d);
+  out.push_back({"ElasticTransform", "warps with a smoothed random displacement field", 0.5, elastic,
+                 [](const Params& p) { return std::make_unique<ElasticStep>(p); }});
+
+  std::vector<ParamDef> grid = {
+      int_param("num_steps", 5, "grid cells per side"),
+      range_param("distort_limit", {-0.3, 0.3}, ScalarRange::kSymmetric, "cell size change range, in [-1, 1]"),
+      flag_param("normalized", true, "keep the grid spanning exactly the image"),
+      word_param("keypoint_remapping_method", "mask", {"mask", "direct"},
+                 "keypoint rule (glassbox has no keypoints: accepted, no effect)")};
+  for (auto& d : warp_params(true)) grid.push_back(d);
+  out.push_back({"GridDistortion", "stretches and squeezes the cells of a grid", 0.5, grid,
+                 [](const Params& p) { return std::make_unique<GridDistortionStep>(p); }});
+
+  out.push_back(
+      {"CoarseDropout",
+       "blanks random rectangles",
+       0.5,
+       {list_param("num_holes_range", {1, 2}, "[lo, hi] number of holes"),
+        list_param("hole_height_range", {0.1, 0.2},
+                   "[lo, hi] hole height: pixels if hi >= 1, else a fraction of the image height"),
+        list_param("hole_width_range", {0.1, 0.2}, "[lo, hi] hole width: pixels or a fraction, as the height"),
+        list_param("fill", {0}, "hole value: one for all channels or one per channel"),
+        list_param("fill_mask", {}, "hole value in masks (unset: masks untouched)")},
+       [](const Params& p) { return std::make_unique<CoarseDropoutStep>(p); }});
+}
+
+}  // namespace glassbox::data

@@ -1,0 +1,1066 @@
+// Over 600 lines: twelve transforms, each with its parameter table, validation, draws and the
+// lookup tables or kernels albumentations builds.
+// Tested by augment_pixel_test.cpp.
+#include "glassbox/data/augment_pixel.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "glassbox/base/error.h"
+
+namespace glassbox::data {
+
+namespace {
+
+using Lut = std::array<std::uint8_t, 256>;
+
+// numpy's float -> uint8 after np.clip(v, 0, 255): clamps, then truncates toward zero.
+std::uint8_t clip_trunc(double v) {
+  if (!(v > 0)) return 0;  // also NaN, which numpy's clip keeps and the cast turns into 0
+  if (v >= 255) return 255;
+  return static_cast<std::uint8_t>(v);
+}
+
+cv::Mat apply_lut(const cv::Mat& img, const Lut& lut) {
+  cv::Mat out;
+  // One 256-entry table for every channel, as albumentations' stringzilla translate does.
+  cv::LUT(img, cv::Mat(1, 256, CV_8U, const_cast<std::uint8_t*>(lut.data())), out);
+  return out;
+}
+
+// Python's float modulo (numpy.mod): the result takes the divisor's sign.
+double py_mod(double a, double b) {
+  double m = std::fmod(a, b);
+  if (m != 0) {
+    if ((b < 0) != (m < 0)) m += b;
+  } else {
+    m = std::copysign(0.0, b);
+  }
+  return m;
+}
+
+// numpy's pairwise summation of float64 (np.sum), so that kernel normalisations round alike.
+double numpy_sum(const double* a, std::size_t n) {
+  if (n < 8) {
+    double r = 0;
+    for (std::size_t i = 0; i < n; ++i) r += a[i];
+    return r;
+  }
+  if (n <= 128) {
+    double r[8];
+    for (int j = 0; j < 8; ++j) r[j] = a[j];
+    std::size_t i = 8;
+    for (; i < n - n % 8; i += 8)
+      for (int j = 0; j < 8; ++j) r[j] += a[i + j];
+    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) res += a[i];
+    return res;
+  }
+  std::size_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return numpy_sum(a, n2) + numpy_sum(a + n2, n - n2);
+}
+
+// Mean over every pixel and channel of an 8-bit image (exact: integer sum / count, like numpy).
+double mean_u8(const cv::Mat& img) {
+  const cv::Scalar s = cv::sum(img);
+  double total = 0;
+  for (int c = 0; c < img.channels(); ++c) total += s[c];
+  return total / static_cast<double>(img.total() * static_cast<std::size_t>(img.channels()));
+}
+
+void require_channels(const cv::Mat& img, std::string_view who, bool ok, const char* what) {
+  GB_CHECK(ok, InvalidArgument, who << " needs " << what << ", got " << img.channels() << " channels",
+           "convert the image to RGB or gray first");
+}
+
+bool is_gray(const cv::Mat& img) { return img.channels() == 1; }
+
+}  // namespace
+
+// ---- the apply functions (albumentations' apply with explicit parameters) -----------------------
+
+cv::Mat clahe_apply(const cv::Mat& img, double clip_limit, cv::Size tile_grid_size) {
+  require_channels(img, "CLAHE", img.channels() == 1 || img.channels() == 3, "a 1- or 3-channel image");
+  cv::Ptr<cv::CLAHE> clahe = cv::createCLAHE(clip_limit, tile_grid_size);
+  cv::Mat out;
+  if (is_gray(img)) {
+    clahe->apply(img, out);
+    return out;
+  }
+  cv::Mat lab;
+  cv::cvtColor(img, lab, cv::COLOR_RGB2Lab);
+  std::vector<cv::Mat> planes;
+  cv::split(lab, planes);
+  cv::Mat l;
+  clahe->apply(planes[0], l);
+  planes[0] = l;
+  cv::merge(planes, lab);
+  cv::cvtColor(lab, out, cv::COLOR_Lab2RGB);
+  return out;
+}
+
+cv::Mat brightness_contrast_apply(const cv::Mat& img, double alpha, double beta) {
+  // numpy evaluates arange(256, float32) * alpha + beta in float32 (the file is built without
+  // fused multiply-add so the two roundings happen as they do there).
+  const float a = static_cast<float>(alpha);
+  const float b = static_cast<float>(beta);
+  Lut lut;
+  for (int i = 0; i < 256; ++i) {
+    const float prod = static_cast<float>(i) * a;
+    lut[static_cast<std::size_t>(i)] = clip_trunc(prod + b);
+  }
+  return apply_lut(img, lut);
+}
+
+cv::Mat gamma_apply(const cv::Mat& img, double gamma) {
+  Lut lut;
+  for (int i = 0; i < 256; ++i) {
+    // i * (1/255), not i / 255: the two differ in the last bit for some i, which truncation shows.
+    const double x = static_cast<double>(i) * (1.0 / 255.0);
+    lut[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(std::pow(x, gamma) * 255.0);
+  }
+  return apply_lut(img, lut);
+}
+
+namespace {
+
+// Hue table of OpenCV's 8-bit HSV: (i + shift) mod 180, truncated.
+Lut hue_lut(double shift) {
+  Lut lut;
+  for (int i = 0; i < 256; ++i) lut[static_cast<std::size_t>(i)] = clip_trunc(py_mod(i + shift, 180.0));
+  return lut;
+}
+
+// Saturating add of an integer constant (albumentations truncates the shift first).
+cv::Mat add_int(const cv::Mat& plane, int v) {
+  Lut lut;
+  for (int i = 0; i < 256; ++i) lut[static_cast<std::size_t>(i)] = cv::saturate_cast<std::uint8_t>(i + v);
+  return apply_lut(plane, lut);
+}
+
+}  // namespace
+
+cv::Mat hue_saturation_value_apply(const cv::Mat& img, double hue_shift, double sat_shift, double val_shift) {
+  require_channels(img, "HueSaturationValue", img.channels() == 1 || img.channels() == 3, "a 1- or 3-channel image");
+  if (hue_shift == 0 && sat_shift == 0 && val_shift == 0) return img.clone();
+  const bool gray = is_gray(img);
+  cv::Mat rgb = img;
+  if (gray) {
+    hue_shift = 0;  // no hue or saturation in a gray image
+    sat_shift = 0;
+    cv::cvtColor(img, rgb, cv::COLOR_GRAY2RGB);
+  }
+  cv::Mat hsv;
+  cv::cvtColor(rgb, hsv, cv::COLOR_RGB2HSV);
+  std::vector<cv::Mat> p;
+  cv::split(hsv, p);
+  if (hue_shift != 0) p[0] = apply_lut(p[0], hue_lut(hue_shift));
+  if (sat_shift != 0) {
+    const cv::Mat unsaturated = p[1] == 0;  // grey pixels stay grey
+    p[1] = add_int(p[1], static_cast<int>(sat_shift));
+    p[1].setTo(0, unsaturated);
+  }
+  if (val_shift != 0) p[2] = add_int(p[2], static_cast<int>(val_shift));
+  cv::merge(p, hsv);
+  cv::Mat out;
+  cv::cvtColor(hsv, out, cv::COLOR_HSV2RGB);
+  if (gray) cv::cvtColor(out, out, cv::COLOR_RGB2GRAY);
+  return out;
+}
+
+namespace {
+
+cv::Mat jitter_brightness(const cv::Mat& img, double f) {
+  if (f == 0) return cv::Mat::zeros(img.size(), img.type());
+  if (f == 1) return img;
+  const float ff = static_cast<float>(f);
+  Lut lut;
+  for (int i = 0; i < 256; ++i) lut[static_cast<std::size_t>(i)] = clip_trunc(static_cast<float>(i) * ff);
+  return apply_lut(img, lut);
+}
+
+cv::Mat jitter_contrast(const cv::Mat& img, double f) {
+  if (f == 1) return img;
+  double m = 0;
+  if (is_gray(img)) {
+    m = mean_u8(img);
+  } else {
+    cv::Mat g;
+    cv::cvtColor(img, g, cv::COLOR_RGB2GRAY);
+    m = mean_u8(g);
+  }
+  if (f == 0) return cv::Mat(img.size(), img.type(), cv::Scalar::all(static_cast<int>(m + 0.5)));
+  return brightness_contrast_apply(img, f, m * (1 - f));
+}
+
+cv::Mat jitter_saturation(const cv::Mat& img, double f) {
+  if (f == 1 || is_gray(img)) return img;
+  cv::Mat g, g3;
+  cv::cvtColor(img, g, cv::COLOR_RGB2GRAY);
+  cv::cvtColor(g, g3, cv::COLOR_GRAY2RGB);
+  if (f == 0) return g3;
+  cv::Mat out;
+  cv::addWeighted(img, f, g3, 1 - f, 0, out);
+  return out;
+}
+
+cv::Mat jitter_hue(const cv::Mat& img, double f) {
+  if (is_gray(img) || f == 0) return img;
+  cv::Mat hsv;
+  cv::cvtColor(img, hsv, cv::COLOR_RGB2HSV);
+  std::vector<cv::Mat> p;
+  cv::split(hsv, p);
+  p[0] = apply_lut(p[0], hue_lut(180 * f));
+  cv::merge(p, hsv);
+  cv::Mat out;
+  cv::cvtColor(hsv, out, cv::COLOR_HSV2RGB);
+  return out;
+}
+
+}  // namespace
+
+cv::Mat color_jitter_apply(const cv::Mat& img, double brightness, double contrast, double saturation, double hue,
+                           const std::array<int, 4>& order) {
+  require_channels(img, "ColorJitter", img.channels() == 1 || img.channels() == 3, "a 1- or 3-channel image");
+  cv::Mat out = img;
+  for (int op : order) {
+    switch (op) {
+      case 0: out = jitter_brightness(out, brightness); break;
+      case 1: out = jitter_contrast(out, contrast); break;
+      case 2: out = jitter_saturation(out, saturation); break;
+      case 3: out = jitter_hue(out, hue); break;
+      default: GB_THROW(InvalidArgument, "ColorJitter order holds " << op << ", not 0..3", "");
+    }
+  }
+  return out.data == img.data ? out.clone() : out;
+}
+
+cv::Mat solarize_apply(const cv::Mat& img, double threshold) {
+  Lut lut;
+  for (int i = 0; i < 256; ++i)
+    lut[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(i >= threshold * 255.0 ? 255 - i : i);
+  return apply_lut(img, lut);
+}
+
+namespace {
+
+// albumentations' "pil" equalisation (like PIL's ImageOps.equalize, but with the inclusive
+// cumulative histogram).
+cv::Mat equalize_pil(const cv::Mat& plane) {
+  std::array<std::int64_t, 256> hist{};
+  for (int y = 0; y < plane.rows; ++y) {
+    const std::uint8_t* row = plane.ptr<std::uint8_t>(y);
+    for (int x = 0; x < plane.cols; ++x) ++hist[row[x]];
+  }
+  std::vector<std::int64_t> nonzero;
+  for (std::int64_t h : hist)
+    if (h != 0) nonzero.push_back(h);
+  if (nonzero.size() <= 1) return plane.clone();
+  const std::int64_t step = (std::accumulate(nonzero.begin(), nonzero.end(), std::int64_t{0}) - nonzero.back()) / 255;
+  if (step == 0) return plane.clone();
+  Lut lut;
+  std::int64_t cum = 0;
+  for (int i = 0; i < 256; ++i) {
+    cum += hist[static_cast<std::size_t>(i)];
+    lut[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(std::min<std::int64_t>((cum + step / 2) / step, 255));
+  }
+  return apply_lut(plane, lut);
+}
+
+cv::Mat equalize_plane(const cv::Mat& plane, EqualizeMode mode) {
+  if (mode == EqualizeMode::kPil) return equalize_pil(plane);
+  cv::Mat out;
+  cv::equalizeHist(plane, out);
+  return out;
+}
+
+}  // namespace
+
+cv::Mat equalize_apply(const cv::Mat& img, EqualizeMode mode, bool by_channels) {
+  require_channels(img, "Equalize", img.channels() == 1 || img.channels() == 3, "a 1- or 3-channel image");
+  if (is_gray(img)) return equalize_plane(img, mode);
+  std::vector<cv::Mat> p;
+  cv::Mat out;
+  if (!by_channels) {
+    cv::Mat ycc;
+    cv::cvtColor(img, ycc, cv::COLOR_RGB2YCrCb);
+    cv::split(ycc, p);
+    p[0] = equalize_plane(p[0], mode);
+    cv::merge(p, ycc);
+    cv::cvtColor(ycc, out, cv::COLOR_YCrCb2RGB);
+    return out;
+  }
+  cv::split(img, p);
+  for (auto& plane : p) plane = equalize_plane(plane, mode);
+  cv::merge(p, out);
+  return out;
+}
+
+namespace {
+
+cv::Mat gray_pca(const cv::Mat& img) {
+  // Project every pixel on the first principal component of the pixel cloud (OpenCV's PCA, as
+  // albumentations uses), then stretch to [0, 255].
+  cv::Mat pixels;
+  img.reshape(1, static_cast<int>(img.total())).convertTo(pixels, CV_64F);
+  cv::Mat mean, vectors, values;
+  cv::PCACompute(pixels, mean, vectors, values, 1);
+  cv::Mat proj;
+  cv::PCAProject(pixels, mean, vectors, proj);
+  cv::Mat g32;
+  proj.reshape(1, img.rows).convertTo(g32, CV_32F);
+  cv::Mat unit;
+  cv::normalize(g32, unit, 0, 1, cv::NORM_MINMAX, CV_32F);
+  cv::Mat out(img.rows, img.cols, CV_8UC1);
+  for (int y = 0; y < img.rows; ++y)
+    for (int x = 0; x < img.cols; ++x)
+      out.at<std::uint8_t>(y, x) = clip_trunc(std::nearbyint(unit.at<float>(y, x) * 255.0f));
+  return out;
+}
+
+}  // namespace
+
+cv::Mat to_gray_apply(const cv::Mat& img, int num_output_channels, GrayMethod method) {
+  if (is_gray(img)) return img.clone();  // already gray: unchanged, whatever num_output_channels says
+  const bool needs_rgb = method == GrayMethod::kWeightedAverage || method == GrayMethod::kFromLab;
+  if (needs_rgb) require_channels(img, "ToGray", img.channels() == 3, "a 3-channel image for this method");
+  cv::Mat g;
+  switch (method) {
+    case GrayMethod::kWeightedAverage: cv::cvtColor(img, g, cv::COLOR_RGB2GRAY); break;
+    case GrayMethod::kFromLab: {
+      cv::Mat lab;
+      cv::cvtColor(img, lab, cv::COLOR_RGB2Lab);
+      cv::extractChannel(lab, g, 0);
+      break;
+    }
+    case GrayMethod::kDesaturation:
+    case GrayMethod::kAverage:
+    case GrayMethod::kMax: {
+      const int cn = img.channels();
+      g.create(img.rows, img.cols, CV_8UC1);
+      for (int y = 0; y < img.rows; ++y) {
+        const std::uint8_t* row = img.ptr<std::uint8_t>(y);
+        std::uint8_t* dst = g.ptr<std::uint8_t>(y);
+        for (int x = 0; x < img.cols; ++x) {
+          const std::uint8_t* px = row + static_cast<std::ptrdiff_t>(x) * cn;
+          int lo = 255, hi = 0, sum = 0;
+          for (int c = 0; c < cn; ++c) {
+            lo = std::min<int>(lo, px[c]);
+            hi = std::max<int>(hi, px[c]);
+            sum += px[c];
+          }
+          // (max + min) / 2 and the channel mean, truncated: exact in integers.
+          dst[x] = static_cast<std::uint8_t>(method == GrayMethod::kDesaturation ? (hi + lo) / 2
+                                             : method == GrayMethod::kAverage    ? sum / cn
+                                                                                 : hi);
+        }
+      }
+      break;
+    }
+    case GrayMethod::kPca: g = gray_pca(img); break;
+  }
+  if (num_output_channels == 1) return g;
+  cv::Mat out;
+  cv::merge(std::vector<cv::Mat>(static_cast<std::size_t>(num_output_channels), g), out);
+  return out;
+}
+
+cv::Mat gaussian_kernel_1d(double sigma, int ksize) {
+  int size = ksize == 0 ? static_cast<int>(sigma * 3.5) * 2 + 1 : ksize;
+  if (size % 2 == 0) size += 1;
+  std::vector<double> k(static_cast<std::size_t>(size));
+  for (int i = 0; i < size; ++i) {
+    const double t = static_cast<double>(i - size / 2) / sigma;
+    k[static_cast<std::size_t>(i)] = std::exp(-0.5 * (t * t));
+  }
+  const double total = numpy_sum(k.data(), k.size());
+  cv::Mat out(1, size, CV_64F);
+  for (int i = 0; i < size; ++i) out.at<double>(0, i) = k[static_cast<std::size_t>(i)] / total;
+  return out;
+}
+
+cv::Mat gaussian_blur_apply(const cv::Mat& img, const cv::Mat& kernel) {
+  cv::Mat out;
+  cv::sepFilter2D(img, out, -1, kernel, kernel, cv::Point(-1, -1), 0, cv::BORDER_REFLECT_101);
+  return out;
+}
+
+cv::Mat motion_kernel(int ksize, double angle, double direction, double shift_x, double shift_y) {
+  direction = std::clamp(direction, -1.0, 1.0);
+  const int center = ksize / 2;
+  const double len = ksize / 2;
+  const double rad = angle * (M_PI / 180.0);
+  const double dx = std::cos(rad), dy = std::sin(rad);
+  // The line runs through the centre; direction shortens one side (-1: only backwards, 1: forwards).
+  double t0 = -len, t1 = len;
+  if (direction < 0) t1 = len * (1 - std::abs(direction));
+  if (direction > 0) t0 = -len * (1 - direction);
+  cv::Mat k = cv::Mat::zeros(ksize, ksize, CV_32F);
+  const double step = ksize > 1 ? (t1 - t0) / (ksize - 1) : 0;
+  for (int j = 0; j < ksize; ++j) {
+    const double t = (ksize > 1 && j == ksize - 1) ? t1 : j * step + t0;  // numpy.linspace
+    const double x = (center + dx * t) + shift_x;
+    const double y = (center + dy * t) + shift_y;
+    // np.round rounds half to even (nearbyint in the default rounding mode).
+    const int xi = static_cast<int>(std::clamp(std::nearbyint(x), 0.0, static_cast<double>(ksize - 1)));
+    const int yi = static_cast<int>(std::clamp(std::nearbyint(y), 0.0, static_cast<double>(ksize - 1)));
+    k.at<float>(yi, xi) = 1;
+  }
+  const int count = cv::countNonZero(k);
+  if (count == 0) {
+    k.at<float>(center, center) = 1;
+    return k;
+  }
+  const float total = static_cast<float>(count);
+  for (int y = 0; y < ksize; ++y)
+    for (int x = 0; x < ksize; ++x) k.at<float>(y, x) = k.at<float>(y, x) / total;
+  return k;
+}
+
+cv::Mat motion_blur_apply(const cv::Mat& img, const cv::Mat& kernel) {
+  cv::Mat out;
+  cv::filter2D(img, out, -1, kernel, cv::Point(-1, -1), 0, cv::BORDER_REFLECT_101);
+  return out;
+}
+
+cv::Mat gauss_noise_map(int rows, int cols, int channels, double std, double mean, std::uint64_t seed, bool per_channel,
+                        double noise_scale_factor) {
+  int h = rows, w = cols;
+  if (noise_scale_factor != 1.0) {
+    h = std::max(1, static_cast<int>(rows * noise_scale_factor));
+    w = std::max(1, static_cast<int>(cols * noise_scale_factor));
+  }
+  const int cn = per_channel ? channels : 1;
+  // albumentations fills a zero float64 array with cv2.randn(mean, std) after cv2.setRNGSeed(seed);
+  // mean and std travel as float32 vectors of one value per channel.
+  cv::Mat dst(h, w, CV_64FC(cn), cv::Scalar::all(0));
+  const cv::Mat m(cn, 1, CV_32F, cv::Scalar::all(static_cast<float>(mean)));
+  const cv::Mat s(cn, 1, CV_32F, cv::Scalar::all(static_cast<float>(std)));
+  cv::RNG rng(seed);
+  rng.fill(dst, cv::RNG::NORMAL, m, s);
+  cv::Mat noise;
+  dst.convertTo(noise, CV_32F);  // float32 first, then * 255 in float32
+  noise = noise.reshape(1);
+  for (int y = 0; y < noise.rows; ++y) {
+    float* row = noise.ptr<float>(y);
+    for (int x = 0; x < noise.cols; ++x) row[x] = row[x] * 255.0f;
+  }
+  noise = noise.reshape(cn);
+  if (h != rows || w != cols) cv::resize(noise, noise, cv::Size(cols, rows), 0, 0, cv::INTER_LINEAR);
+  if (cn == channels) return noise;
+  cv::Mat out;
+  cv::merge(std::vector<cv::Mat>(static_cast<std::size_t>(channels), noise), out);
+  return out;
+}
+
+cv::Mat gauss_noise_apply(const cv::Mat& img, const cv::Mat& noise_map) {
+  GB_CHECK(noise_map.size() == img.size() && noise_map.channels() == img.channels() && noise_map.depth() == CV_32F,
+           InvalidArgument, "GaussNoise's noise map does not match the image", "");
+  cv::Mat out(img.size(), img.type());
+  const int n = img.cols * img.channels();
+  for (int y = 0; y < img.rows; ++y) {
+    const std::uint8_t* src = img.ptr<std::uint8_t>(y);
+    const float* nz = noise_map.ptr<float>(y);
+    std::uint8_t* dst = out.ptr<std::uint8_t>(y);
+    for (int x = 0; x < n; ++x) dst[x] = cv::saturate_cast<std::uint8_t>(src[x] + static_cast<int>(std::trunc(nz[x])));
+  }
+  return out;
+}
+
+cv::Mat normalize_apply(const cv::Mat& img, const std::vector<double>& mean, const std::vector<double>& std,
+                        double max_pixel_value, Normalization mode) {
+  const int cn = img.channels();
+  std::vector<cv::Mat> planes;
+  cv::split(img, planes);
+  std::vector<cv::Mat> luts;
+  // Each LUT maps 0..255 to float; cv::LUT with a float table gives float output.
+  auto lut_from = [](auto f) {
+    cv::Mat lut(1, 256, CV_32F);
+    for (int i = 0; i < 256; ++i) lut.at<float>(0, i) = f(i);
+    return lut;
+  };
+  if (mode == Normalization::kStandard) {
+    GB_CHECK(!mean.empty() && !std.empty(), InvalidArgument, "Normalize needs mean and std", "");
+    // float32 throughout: mean * max and 1 / (std * max) as albumentations precomputes them.
+    const auto fmax = static_cast<float>(max_pixel_value);
+    // A single channel, or fewer values than channels: the first value serves every channel.
+    auto pick = [cn](const std::vector<double>& v, int c) {
+      return cn == 1 || v.size() < static_cast<std::size_t>(cn) ? v[0] : v[static_cast<std::size_t>(c)];
+    };
+    for (int c = 0; c < cn; ++c) {
+      const float m = static_cast<float>(pick(mean, c)) * fmax;
+      const float den = 1.0f / (static_cast<float>(pick(std, c)) * fmax);
+      luts.push_back(lut_from([&](int i) { return (static_cast<float>(i) - m) * den; }));
+    }
+  } else {
+    // Statistics of the image itself, in double (numpy 2 computes these modes in float64).
+    const bool per_channel =
+        cn > 1 && (mode == Normalization::kImagePerChannel || mode == Normalization::kMinMaxPerChannel);
+    const bool minmax = mode == Normalization::kMinMax || mode == Normalization::kMinMaxPerChannel;
+    const bool clip = !(per_channel && mode == Normalization::kMinMaxPerChannel);
+    auto stats = [&](const std::vector<cv::Mat>& ps) {
+      double lo = 255, hi = 0, sum = 0, n = 0;
+      for (const cv::Mat& pl : ps) {
+        double a, b;
+        cv::minMaxLoc(pl, &a, &b);
+        lo = std::min(lo, a);
+        hi = std::max(hi, b);
+        sum += cv::sum(pl)[0];
+        n += static_cast<double>(pl.total());
+      }
+      const double mu = sum / n;
+      double ss = 0;
+      for (const cv::Mat& pl : ps)
+        for (int y = 0; y < pl.rows; ++y)
+          for (int x = 0; x < pl.cols; ++x) {
+            const double d = pl.at<std::uint8_t>(y, x) - mu;
+            ss += d * d;
+          }
+      return std::array<double, 4>{lo, hi, mu, std::sqrt(ss / n)};
+    };
+    for (int c = 0; c < cn; ++c) {
+      if (!per_channel && c > 0) {
+        luts.push_back(luts[0]);
+        continue;
+      }
+      const auto st = per_channel ? stats({planes[static_cast<std::size_t>(c)]}) : stats(planes);
+      const double shift = minmax ? st[0] : st[2];
+      const double scale = minmax ? st[1] - st[0] + 1e-4 : st[3] + 1e-4;
+      luts.push_back(lut_from([&](int i) {
+        double v = (i - shift) / scale;
+        if (clip) v = std::clamp(v, -20.0, 20.0);
+        return static_cast<float>(v);
+      }));
+    }
+  }
+  std::vector<cv::Mat> out_planes(static_cast<std::size_t>(cn));
+  for (int c = 0; c < cn; ++c)
+    cv::LUT(planes[static_cast<std::size_t>(c)], luts[static_cast<std::size_t>(c)],
+            out_planes[static_cast<std::size_t>(c)]);
+  cv::Mat out;
+  cv::merge(out_planes, out);
+  return out;
+}
+
+// ---- the config side: parameter declarations, draws, steps ---------------------------------------
+
+namespace {
+
+ParamDef range_param(std::string name, std::vector<double> def, ScalarRange rule, std::string doc) {
+  ParamDef d;
+  d.name = std::move(name);
+  d.kind = ParamKind::kRange;
+  d.number = std::move(def);
+  d.scalar = rule;
+  d.doc = std::move(doc);
+  return d;
+}
+ParamDef list_param(std::string name, std::vector<double> def, std::string doc) {
+  ParamDef d = range_param(std::move(name), std::move(def), ScalarRange::kFixed, std::move(doc));
+  d.kind = ParamKind::kList;
+  return d;
+}
+ParamDef number_param(std::string name, double def, std::string doc) {
+  ParamDef d = range_param(std::move(name), {def}, ScalarRange::kFixed, std::move(doc));
+  d.kind = ParamKind::kNumber;
+  return d;
+}
+ParamDef int_param(std::string name, std::int64_t def, std::string doc) {
+  ParamDef d = range_param(std::move(name), {static_cast<double>(def)}, ScalarRange::kFixed, std::move(doc));
+  d.kind = ParamKind::kInt;
+  return d;
+}
+ParamDef flag_param(std::string name, bool def, std::string doc) {
+  ParamDef d;
+  d.name = std::move(name);
+  d.kind = ParamKind::kFlag;
+  d.flag = def;
+  d.doc = std::move(doc);
+  return d;
+}
+ParamDef word_param(std::string name, std::string def, std::vector<std::string> choices, std::string doc) {
+  ParamDef d;
+  d.name = std::move(name);
+  d.kind = ParamKind::kWord;
+  d.word = std::move(def);
+  d.choices = std::move(choices);
+  d.doc = std::move(doc);
+  return d;
+}
+
+using Range = std::pair<double, double>;
+
+std::string show(const Range& r) { return fmt::format("[{}, {}]", r.first, r.second); }
+
+// A range albumentations sorts (to_tuple): [a, b] and [b, a] mean the same.
+Range sorted_range(const Params& p, const std::string& key, ScalarRange rule) {
+  const Range r = p.range(key, rule);
+  return {std::min(r.first, r.second), std::max(r.first, r.second)};
+}
+
+// A range albumentations checks to lie in [lo, hi] and be nondecreasing.
+Range bounded_range(const Params& p, const std::string& key, ScalarRange rule, double lo, double hi) {
+  const Range r = p.range(key, rule);
+  p.require(r.first >= lo && r.second <= hi && r.second >= lo && r.first <= hi, key,
+            fmt::format("must lie in [{}, {}], got {}", lo, hi, show(r)));
+  p.require(r.first <= r.second, key, fmt::format("must be [lo, hi] with lo <= hi, got {}", show(r)));
+  return r;
+}
+
+// Integer kernel-size ranges (pydantic refuses fractional ints).
+void require_ints(const Params& p, const std::string& key) {
+  for (double v : p.list(key))
+    p.require(v == std::floor(v), key, fmt::format("must hold integers, got {}", fmt::join(p.list(key), ", ")));
+}
+
+// Every pixel step: checks the image is still 8-bit, draws, applies; masks are not touched.
+class PixelStep : public Transform {
+ public:
+  using Transform::Transform;
+  void apply(Sample& s, AugmentRng& rng) const final {
+    GB_CHECK(s.image.depth() == CV_8U, InvalidArgument,
+             name() << " expects an 8-bit image, got one of OpenCV depth " << s.image.depth(),
+             "put Normalize after the pixel transforms");
+    const std::vector<double> v = draw_params(s, rng);
+    s.image = run(s.image, v);
+  }
+  // The drawn values -> the new image (albumentations' apply).
+  virtual cv::Mat run(const cv::Mat& img, const std::vector<double>& v) const = 0;
+};
+
+class ClaheStep final : public PixelStep {
+ public:
+  ClaheStep(double p, Range clip, cv::Size tile) : PixelStep(p), clip_(clip), tile_(tile) {}
+  std::string_view name() const override { return "CLAHE"; }
+  std::vector<double> draw_params(const Sample&, AugmentRng& rng) const override {
+    return {rng.uniform(clip_.first, clip_.second)};
+  }
+  cv::Mat run(const cv::Mat& img, const std::vector<double>& v) const override { return clahe_apply(img, v[0], tile_); }
+
+ private:
+  Range clip_;
+  cv::Size tile_;
+};
+
+class BrightnessContrastStep final : public PixelStep {
+ public:
+  BrightnessContrastStep(double p, Range b, Range c, bool by_max, bool safe)
+      : PixelStep(p), b_(b), c_(c), by_max_(by_max), safe_(safe) {}
+  std::string_view name() const override { return "RandomBrightnessContrast"; }
+  std::vector<double> draw_params(const Sample& s, AugmentRng& rng) const override {
+    double alpha = 1.0 + rng.uniform(c_.first, c_.second);  // contrast is drawn first
+    double beta = rng.uniform(b_.first, b_.second);
+    beta = by_max_ ? beta * 255 : beta * mean_u8(s.image);
+    if (safe_) {
+      // Keep i * alpha + beta inside [0, 255] for every i.
+      if (alpha > 0) {
+        beta = std::clamp(beta, 0.0, 255.0);
+        alpha = std::min(alpha, (255 - beta) / 255);
+      } else {
+        beta = std::min(beta, 255.0);
+        alpha = std::max(alpha, -beta / 255);
+      }
+    }
+    return {alpha, beta};
+  }
+  cv::Mat run(const cv::Mat& img, const std::vector<double>& v) const override {
+    return brightness_contrast_apply(img, v[0], v[1]);
+  }
+
+ private:
+  Range b_, c_;
+  bool by_max_, safe_;
+};
+
+class GammaStep final : public PixelStep {
+ public:
+  GammaStep(double p, Range limit) : PixelStep(p), limit_(limit) {}
+  std::string_view name() const override { return "RandomGamma"; }
+  std::vector<double> draw_params(const Sample&, AugmentRng& rng) const override {
+    return {rng.uniform(limit_.first, limit_.second) / 100.0};
+  }
+  cv::Mat run(const cv::Mat& img, const std::vector<double>& v) const override { return gamma_apply(img, v[0]); }
+
+ private:
+  Range limit_;
+};
+
+class HsvStep final : public PixelStep {
+ public:
+  HsvStep(double p, Range h, Range s, Range v) : PixelStep(p), h_(h), s_(s), v_(v) {}
+  std::string_view name() const override { return "HueSaturationValue"; }
+  std::vector<double> draw_params(const Sample&, AugmentRng& rng) const override {
+    const double h = rng.uniform(h_.first, h_.second);
+    const double s = rng.uniform(s_.first, s_.second);
+    return {h, s, rng.uniform(v_.first, v_.second)};
+  }
+  cv::Mat run(const cv::Mat& img, const std::vector<double>& v) const override {
+    return hue_saturation_value_apply(img, v[0], v[1], v[2]);
+  }
+
+ private:
+  Range h_, s_, v_;
+};
+
+class ColorJitterStep final : public PixelStep {
+ public:
+  ColorJitterStep(double p, Range b, Range c, Range s, Range h) : PixelStep(p), b_(b), c_(c), s_(s), h_(h) {}
+  std::string_view name() const override { return "ColorJitter"; }
+  // brightness, contrast, saturation, hue, then the order of the four operations.
+  std::vector<double> draw_params(const Sample&, AugmentRng& rng) const override {
+    std::vector<double> v;
+    for (const Range& r : {b_, c_, s_, h_}) v.push_back(rng.uniform(r.first, r.second));
+    std::array<int, 4> order{0, 1, 2, 3};
+    for (int i = 3; i > 0; --i) std::swap(order[static_cast<std::size_t>(i)], order[rng.randint(0, i)]);
+    for (int o : order) v.push_back(o);
+    return v;
+  }
+  cv::Mat run(const cv::Mat& img, const std::vector<double>& v) const override {
+    const std::array<int, 4> order{static_cast<int>(v[4]), static_cast<int>(v[5]), static_cast<int>(v[6]),
+                                   static_cast<int>(v[7])};
+    return color_jitter_apply(img, v[0], v[1], v[2], v[3], order);
+  }
+
+ private:
+  Range b_, c_, s_, h_;
+};
+
+class SolarizeStep final : public PixelStep {
+ public:
+  SolarizeStep(double p, Range t) : PixelStep(p), t_(t) {}
+  std::string_view name() const override { return "Solarize"; }
+  std::vector<double> draw_params(const Sample&, AugmentRng& rng) const override {
+    return {rng.uniform(t_.first, t_.second)};
+  }
+  cv::Mat run(const cv::Mat& img, const std::vector<double>& v) const override { return solarize_apply(img, v[0]); }
+
+ private:
+  Range t_;
+};
+
+class EqualizeStep final : public PixelStep {
+ public:
+  EqualizeStep(double p, EqualizeMode mode, bool by_channels) : PixelStep(p), mode_(mode), by_channels_(by_channels) {}
+  std::string_view name() const override { return "Equalize"; }
+  cv::Mat run(const cv::Mat& img, const std::vector<double>&) const override {
+    return equalize_apply(img, mode_, by_channels_);
+  }
+
+ private:
+  EqualizeMode mode_;
+  bool by_channels_;
+};
+
+class ToGrayStep final : public PixelStep {
+ public:
+  ToGrayStep(double p, int n, GrayMethod method) : PixelStep(p), n_(n), method_(method) {}
+  std::string_view name() const override { return "ToGray"; }
+  cv::Mat run(const cv::Mat& img, const std::vector<double>&) const override { return to_gray_apply(img, n_, method_); }
+
+ private:
+  int n_;
+  GrayMethod method_;
+};
+
+class GaussianBlurStep final : public PixelStep {
+ public:
+  GaussianBlurStep(double p, Range ksize, Range sigma) : PixelStep(p), ksize_(ksize), sigma_(sigma) {}
+  std::string_view name() const override { return "GaussianBlur"; }
+  // sigma, then the kernel size (0: derived from sigma), in albumentations' order.
+  std::vector<double> draw_params(const Sample&, AugmentRng& rng) const override {
+    const double sigma = rng.uniform(sigma_.first, sigma_.second);
+    const auto k = rng.randint(static_cast<std::int64_t>(ksize_.first), static_cast<std::int64_t>(ksize_.second));
+    return {sigma, static_cast<double>(k)};
+  }
+  cv::Mat run(const cv::Mat& img, const std::vector<double>& v) const override {
+    return gaussian_blur_apply(img, gaussian_kernel_1d(v[0], static_cast<int>(v[1])));
+  }
+
+ private:
+  Range ksize_, sigma_;
+};
+
+class MotionBlurStep final : public PixelStep {
+ public:
+  MotionBlurStep(double p, int lo, int hi, bool shifted, Range angle, Range direction)
+      : PixelStep(p), lo_(lo), hi_(hi), shifted_(shifted), angle_(angle), direction_(direction) {}
+  std::string_view name() const override { return "MotionBlur"; }
+  // ksize, angle, direction, then shift_x and shift_y in pixels when allow_shifted.
+  std::vector<double> draw_params(const Sample&, AugmentRng& rng) const override {
+    const int k = lo_ == hi_ ? lo_ : lo_ + 2 * static_cast<int>(rng.randint(0, (hi_ - lo_) / 2));
+    std::vector<double> v{static_cast<double>(k), rng.uniform(angle_.first, angle_.second)};
+    v.push_back(rng.uniform(direction_.first, direction_.second));
+    if (shifted_) {
+      const double half = k / 2;
+      const double sx = rng.uniform(-1, 1) * half / 2;
+      v.push_back(sx);
+      v.push_back(rng.uniform(-1, 1) * half / 2);
+    }
+    return v;
+  }
+  cv::Mat run(const cv::Mat& img, const std::vector<double>& v) const override {
+    const bool s = v.size() > 3;
+    return motion_blur_apply(img, motion_kernel(static_cast<int>(v[0]), v[1], v[2], s ? v[3] : 0, s ? v[4] : 0));
+  }
+
+ private:
+  int lo_, hi_;
+  bool shifted_;
+  Range angle_, direction_;
+};
+
+class GaussNoiseStep final : public PixelStep {
+ public:
+  GaussNoiseStep(double p, Range std, Range mean, bool per_channel, double scale)
+      : PixelStep(p), std_(std), mean_(mean), per_channel_(per_channel), scale_(scale) {}
+  std::string_view name() const override { return "GaussNoise"; }
+  // std and mean (fractions of 255), then the seed of OpenCV's generator.
+  std::vector<double> draw_params(const Sample&, AugmentRng& rng) const override {
+    const double sigma = rng.uniform(std_.first, std_.second);
+    const double mean = rng.uniform(mean_.first, mean_.second);
+    return {sigma, mean, static_cast<double>(rng.randint(0, 65535))};
+  }
+  cv::Mat run(const cv::Mat& img, const std::vector<double>& v) const override {
+    const cv::Mat noise = gauss_noise_map(img.rows, img.cols, img.channels(), v[0], v[1],
+                                          static_cast<std::uint64_t>(v[2]), per_channel_, scale_);
+    return gauss_noise_apply(img, noise);
+  }
+
+ private:
+  Range std_, mean_;
+  bool per_channel_;
+  double scale_;
+};
+
+class NormalizeStep final : public PixelStep {
+ public:
+  NormalizeStep(double p, std::vector<double> mean, std::vector<double> std, double max, Normalization mode)
+      : PixelStep(p), mean_(std::move(mean)), std_(std::move(std)), max_(max), mode_(mode) {}
+  std::string_view name() const override { return "Normalize"; }
+  cv::Mat run(const cv::Mat& img, const std::vector<double>&) const override {
+    return normalize_apply(img, mean_, std_, max_, mode_);
+  }
+
+ private:
+  std::vector<double> mean_, std_;
+  double max_;
+  Normalization mode_;
+};
+
+}  // namespace
+
+void add_pixel_transforms(std::vector<TransformDef>& out) {
+  const auto kSym = ScalarRange::kSymmetric;
+  const auto kFixed = ScalarRange::kFixed;
+
+  out.push_back(
+      {"CLAHE",
+       "contrast-limited adaptive histogram equalisation (of L in Lab for RGB)",
+       0.5,
+       {range_param("clip_limit", {4.0}, ScalarRange::kOnePlus, "contrast limit, drawn uniformly; v means [1, v]"),
+        list_param("tile_grid_size", {8, 8}, "[width, height] of the tile grid")},
+       [](const Params& p) -> std::unique_ptr<Transform> {
+         const Range clip = sorted_range(p, "clip_limit", ScalarRange::kOnePlus);
+         p.require(clip.first >= 1, "clip_limit", fmt::format("must be >= 1, got {}", show(clip)));
+         const auto& t = p.list("tile_grid_size");
+         p.require(t.size() == 2 && t[0] >= 1 && t[1] >= 1 && t[0] == std::floor(t[0]) && t[1] == std::floor(t[1]),
+                   "tile_grid_size", fmt::format("must be two integers >= 1, got [{}]", fmt::join(t, ", ")));
+         return std::make_unique<ClaheStep>(p.p(), clip, cv::Size(static_cast<int>(t[0]), static_cast<int>(t[1])));
+       }});
+
+  out.push_back({"RandomBrightnessContrast",
+                 "out = i * (1 + c) + b * 255 (b * image mean unless brightness_by_max)",
+                 0.5,
+                 {range_param("brightness_limit", {-0.2, 0.2}, kSym, "b, drawn uniformly; v means [-v, v]"),
+                  range_param("contrast_limit", {-0.2, 0.2}, kSym, "c, drawn uniformly; v means [-v, v]"),
+                  flag_param("brightness_by_max", true, "brightness relative to 255 (else to the image mean)"),
+                  flag_param("ensure_safe_range", false, "limit alpha and beta so no pixel saturates")},
+                 [](const Params& p) -> std::unique_ptr<Transform> {
+                   return std::make_unique<BrightnessContrastStep>(
+                       p.p(), p.range("brightness_limit", kSym), p.range("contrast_limit", kSym),
+                       p.flag("brightness_by_max"), p.flag("ensure_safe_range"));
+                 }});
+
+  out.push_back({"RandomGamma",
+                 "out = 255 * (i / 255) ^ (g / 100)",
+                 0.5,
+                 {range_param("gamma_limit", {80, 120}, ScalarRange::kOnePlus, "g, drawn uniformly; v means [1, v]")},
+                 [](const Params& p) -> std::unique_ptr<Transform> {
+                   const Range g = sorted_range(p, "gamma_limit", ScalarRange::kOnePlus);
+                   p.require(g.first >= 1, "gamma_limit", fmt::format("must be >= 1, got {}", show(g)));
+                   return std::make_unique<GammaStep>(p.p(), g);
+                 }});
+
+  out.push_back({"HueSaturationValue",
+                 "shifts hue, saturation and value in OpenCV's 8-bit HSV (hue in [0, 180))",
+                 0.5,
+                 {range_param("hue_shift_limit", {-20, 20}, kSym, "hue shift, drawn uniformly; v means [-v, v]"),
+                  range_param("sat_shift_limit", {-30, 30}, kSym, "saturation shift (truncated to an integer)"),
+                  range_param("val_shift_limit", {-20, 20}, kSym, "value shift (truncated to an integer)")},
+                 [](const Params& p) -> std::unique_ptr<Transform> {
+                   return std::make_unique<HsvStep>(p.p(), p.range("hue_shift_limit", kSym),
+                                                    p.range("sat_shift_limit", kSym), p.range("val_shift_limit", kSym));
+                 }});
+
+  out.push_back(
+      {"ColorJitter",
+       "torchvision-style brightness, contrast, saturation and hue factors, applied in random order",
+       0.5,
+       {range_param("brightness", {0.8, 1.2}, ScalarRange::kJitter, "factor, drawn uniformly; v means [1-v, 1+v]"),
+        range_param("contrast", {0.8, 1.2}, ScalarRange::kJitter, "factor, drawn uniformly; v means [1-v, 1+v]"),
+        range_param("saturation", {0.8, 1.2}, ScalarRange::kJitter, "factor, drawn uniformly; v means [1-v, 1+v]"),
+        range_param("hue", {-0.5, 0.5}, kSym, "hue shift in turns, drawn uniformly; v means [-v, v]")},
+       [](const Params& p) -> std::unique_ptr<Transform> {
+         std::vector<Range> r;
+         for (const std::string key : {"brightness", "contrast", "saturation", "hue"}) {
+           const bool hue = key == "hue";
+           const auto& raw = p.list(key);
+           p.require(raw.size() != 1 || raw[0] >= 0, key,
+                     fmt::format("must be >= 0 when one number, got {}", raw.empty() ? 0.0 : raw[0]));
+           if (raw.size() == 1) {
+             r.push_back(p.range(key, hue ? kSym : ScalarRange::kJitter));
+           } else {
+             r.push_back(hue ? bounded_range(p, key, kFixed, -0.5, 0.5)
+                             : bounded_range(p, key, kFixed, 0, std::numeric_limits<double>::infinity()));
+           }
+         }
+         return std::make_unique<ColorJitterStep>(p.p(), r[0], r[1], r[2], r[3]);
+       }});
+
+  out.push_back({"Solarize",
+                 "inverts the pixels at or above threshold * 255",
+                 0.5,
+                 {range_param("threshold_range", {0.5, 0.5}, kFixed, "threshold in [0, 1], drawn uniformly")},
+                 [](const Params& p) -> std::unique_ptr<Transform> {
+                   return std::make_unique<SolarizeStep>(p.p(), bounded_range(p, "threshold_range", kFixed, 0, 1));
+                 }});
+
+  out.push_back({"Equalize",
+                 "histogram equalisation (albumentations' mask parameter is not available from configs)",
+                 0.5,
+                 {word_param("mode", "cv", {"cv", "pil"}, "OpenCV's equalizeHist or the PIL-style table"),
+                  flag_param("by_channels", true, "each channel separately (else Y of YCrCb)")},
+                 [](const Params& p) -> std::unique_ptr<Transform> {
+                   return std::make_unique<EqualizeStep>(
+                       p.p(), p.word("mode") == "pil" ? EqualizeMode::kPil : EqualizeMode::kCv, p.flag("by_channels"));
+                 }});
+
+  out.push_back(
+      {"ToGray",
+       "converts RGB to gray, repeated over num_output_channels (1: a one-channel image)",
+       0.5,
+       {int_param("num_output_channels", 3, "channels of the result"),
+        word_param("method", "weighted_average",
+                   {"weighted_average", "from_lab", "desaturation", "average", "max", "pca"}, "how gray is computed")},
+       [](const Params& p) -> std::unique_ptr<Transform> {
+         const std::int64_t n = p.integer("num_output_channels");
+         p.require(n >= 1 && n <= 512, "num_output_channels",
+                   fmt::format("must be >= 1 (and <= 512, OpenCV's channel limit), got {}", n));
+         static const std::vector<std::pair<std::string, GrayMethod>> methods = {
+             {"weighted_average", GrayMethod::kWeightedAverage},
+             {"from_lab", GrayMethod::kFromLab},
+             {"desaturation", GrayMethod::kDesaturation},
+             {"average", GrayMethod::kAverage},
+             {"max", GrayMethod::kMax},
+             {"pca", GrayMethod::kPca}};
+         GrayMethod m = GrayMethod::kWeightedAverage;
+         for (const auto& [w, g] : methods)
+           if (w == p.word("method")) m = g;
+         return std::make_unique<ToGrayStep>(p.p(), static_cast<int>(n), m);
+       }});
+
+  out.push_back(
+      {"GaussianBlur",
+       "separable Gaussian blur (kernel size 0: int(3.5 sigma) * 2 + 1)",
+       0.5,
+       {range_param("blur_limit", {0}, ScalarRange::kZeroPlus, "kernel size, drawn as an integer; v means [0, v]"),
+        range_param("sigma_limit", {0.5, 3.0}, ScalarRange::kZeroPlus, "sigma, drawn uniformly; v means [0, v]")},
+       [](const Params& p) -> std::unique_ptr<Transform> {
+         require_ints(p, "blur_limit");
+         const Range k = sorted_range(p, "blur_limit", ScalarRange::kZeroPlus);
+         p.require(k.first >= 0, "blur_limit", fmt::format("must be >= 0, got {}", show(k)));
+         const Range s = sorted_range(p, "sigma_limit", ScalarRange::kZeroPlus);
+         p.require(s.first >= 0, "sigma_limit", fmt::format("must be >= 0, got {}", show(s)));
+         return std::make_unique<GaussianBlurStep>(p.p(), k, s);
+       }});
+
+  out.push_back(
+      {"MotionBlur",
+       "blurs along a random line through the kernel centre",
+       0.5,
+       {range_param("blur_limit", {3, 7}, ScalarRange::kFromThree,
+                    "odd kernel size, drawn uniformly; v means [3, v] (raised to odd and >= 3)"),
+        flag_param("allow_shifted", true, "shift the line off the centre randomly"),
+        range_param("angle_range", {0, 360}, kFixed, "line angle in degrees, in [0, 360]"),
+        range_param("direction_range", {-1, 1}, kFixed, "-1: line only backwards, 0: both ways, 1: only forwards")},
+       [](const Params& p) -> std::unique_ptr<Transform> {
+         require_ints(p, "blur_limit");
+         const Range k = p.range("blur_limit", ScalarRange::kFromThree);
+         // albumentations raises sizes below 3 to 3 and even sizes to the next odd (with warnings),
+         // and turns lo > hi into [hi, hi].
+         auto fix = [](double v) {
+           int i = std::max(3, static_cast<int>(v));
+           return i % 2 == 0 ? i + 1 : i;
+         };
+         int lo = fix(k.first), hi = fix(k.second);
+         if (lo > hi) lo = hi;
+         return std::make_unique<MotionBlurStep>(p.p(), lo, hi, p.flag("allow_shifted"),
+                                                 bounded_range(p, "angle_range", kFixed, 0, 360),
+                                                 bounded_range(p, "direction_range", kFixed, -1, 1));
+       }});
+
+  out.push_back({"GaussNoise",
+                 "adds Gaussian noise; std and mean are fractions of 255",
+                 0.5,
+                 {range_param("std_range", {0.2, 0.44}, kFixed, "noise std / 255, drawn uniformly in [0, 1]"),
+                  range_param("mean_range", {0.0, 0.0}, kFixed, "noise mean / 255, drawn uniformly in [-1, 1]"),
+                  flag_param("per_channel", true, "independent noise per channel (else one plane for all)"),
+                  number_param("noise_scale_factor", 1.0, "generate at this fraction of the size, then resize")},
+                 [](const Params& p) -> std::unique_ptr<Transform> {
+                   const double f = p.number("noise_scale_factor");
+                   p.require(f > 0 && f <= 1, "noise_scale_factor", fmt::format("must be in (0, 1], got {}", f));
+                   return std::make_unique<GaussNoiseStep>(p.p(), bounded_range(p, "std_range", kFixed, 0, 1),
+                                                           bounded_range(p, "mean_range", kFixed, -1, 1),
+                                                           p.flag("per_channel"), f);
+                 }});
+
+  out.push_back({"Normalize",
+                 "uint8 -> float32: (i - mean * max_pixel_value) / (std * max_pixel_value) per channel",
+                 1.0,
+                 {list_param("mean", {0.485, 0.456, 0.406}, "per-channel mean, as a fraction of max_pixel_value"),
+                  list_param("std", {0.229, 0.224, 0.225}, "per-channel std, as a fraction of max_pixel_value"),
+                  number_param("max_pixel_value", 255.0, "the pixel value mean and std are fractions of"),
+                  word_param("normalization", "standard",
+                             {"standard", "image", "image_per_channel", "min_max", "min_max_per_channel"},
+                             "standard uses mean/std; the others the image's own statistics")},
+                 [](const Params& p) -> std::unique_ptr<Transform> {
+                   const auto& mean = p.list("mean");
+                   const auto& std = p.list("std");
+                   p.require(!mean.empty(), "mean", "must hold at least one number");
+                   p.require(!std.empty(), "std", "must hold at least one number");
+                   const std::string& w = p.word("normalization");
+                   Normalization mode = w == "image"                 ? Normalization::kImage
+                                        : w == "image_per_channel"   ? Normalization::kImagePerChannel
+                                        : w == "min_max"             ? Normalization::kMinMax
+                                        : w == "min_max_per_channel" ? Normalization::kMinMaxPerChannel
+                                                                     : Normalization::kStandard;
+                   return std::make_unique<NormalizeStep>(p.p(), mean, std, p.number("max_pixel_value"), mode);
+                 }});
+}
+
+}  // namespace glassbox::data

@@ -1,0 +1,50 @@
+// image: decoding image files into 8-bit HWC matrices in RGB order (OpenCV underneath).
+//
+//   cv::Mat rgb = read_image("leaves/healthy/001.jpg", 3);   // CV_8UC3, RGB order
+//   cv::Mat g = decode_image(bytes, "shard-0/42.png", 1);    // CV_8UC1 (colour converted to gray)
+//   at::Tensor t = image_to_tensor(rgb);                     // [3, H, W] uint8
+//
+// What is read: JPEG, PNG, BMP, TIFF, WebP, PGM/PPM (what `is_image_file` accepts, by extension,
+// case-insensitively); 8- or 16-bit samples (16-bit is scaled to 8 bits: round(v / 257)); gray,
+// gray + alpha, RGB and RGBA (alpha is dropped). OpenCV's BGR order never leaves this file: every
+// 3-channel matrix here is RGB.
+// `channels`: 1 converts to gray (ITU-R 601 weights, as PIL's convert("L") and OpenCV), 3 to RGB
+// (a gray image is replicated), 0 keeps the file's own (gray stays 1, colour becomes 3).
+// Errors (DataLoss, naming the file): an empty file, a file that does not decode, a JPEG cut
+// short (no end-of-image marker, which libjpeg would pad with grey), an unsupported sample type or
+// channel count.
+// Thread safety: free functions; safe to call from several threads.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <ATen/core/Tensor.h>
+#include <opencv2/core/mat.hpp>
+
+namespace glassbox::data {
+
+// True for the extensions read here: .jpg .jpeg .png .bmp .tif .tiff .webp .pgm .ppm (any case).
+bool is_image_file(const std::filesystem::path& path);
+
+// Decodes an encoded image held in memory; `name` is the file or member it came from, for errors.
+cv::Mat decode_image(std::string_view bytes, const std::string& name, int channels = 0);
+// Reads and decodes a file (NotFound when it cannot be opened).
+cv::Mat read_image(const std::filesystem::path& path, int channels = 0);
+
+// [C, H, W] uint8 (a copy) from an 8-bit HWC matrix, and back.
+at::Tensor image_to_tensor(const cv::Mat& image);
+cv::Mat tensor_to_image(const at::Tensor& chw);
+
+// PNG bytes of an 8-bit HWC matrix in RGB (or gray) order.
+std::string encode_png(const cv::Mat& image);
+// JPEG bytes (quality 1-100) of an 8-bit HWC matrix in RGB (or gray) order.
+std::string encode_jpeg(const cv::Mat& image, int quality = 95);
+
+// Makes OpenCV run each call on the calling thread: loader workers are the parallelism, and
+// OpenCV's own pool inside them would only oversubscribe the cores. Idempotent.
+void use_single_threaded_opencv();
+
+}  // namespace glassbox::data

@@ -1,0 +1,566 @@
+// Tested by image_folder_test.cpp.
+#include "glassbox/data/image_folder.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <opencv2/core.hpp>
+#include <torch/torch.h>
+
+#include "glassbox/base/error.h"
+#include "glassbox/base/files.h"
+#include "glassbox/data/csv.h"
+#include "glassbox/data/image.h"
+
+namespace glassbox::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool hidden(const fs::path& p) { return !p.filename().empty() && p.filename().string()[0] == '.'; }
+
+std::string shape_text(const std::vector<std::int64_t>& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  return out;
+}
+
+// One image and its class, before splitting.
+struct Item {
+  fs::path file;
+  std::int64_t label = 0;
+  std::string split;  // "train" | "val" | "test" | "" (to be drawn)
+  std::string date;
+};
+
+std::vector<fs::path> sorted_dirs(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  GB_CHECK(!ec, NotFound, "cannot read the folder " << dir.string() << ": " << ec.message(),
+           "check that it exists and that you may read it");
+  for (const auto& e : it) {
+    std::error_code e2;
+    if (e.is_directory(e2) && !hidden(e.path())) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end(),
+            [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
+  return out;
+}
+
+// Image files under `dir`, recursively, in torchvision's order: by folder, then by file name.
+std::vector<fs::path> image_files(const fs::path& dir) {
+  std::vector<std::pair<std::string, std::string>> found;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
+  GB_CHECK(!ec, NotFound, "cannot read the folder " << dir.string() << ": " << ec.message(),
+           "check that it exists and that you may read it");
+  for (auto end = fs::recursive_directory_iterator(); it != end; it.increment(ec)) {
+    GB_CHECK(!ec, NotFound, "cannot read inside " << dir.string() << ": " << ec.message(),
+             "check the permissions of its sub-folders");
+    if (it->is_directory() && hidden(it->path())) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file() && is_image_file(it->path()) && !hidden(it->path()))
+      found.emplace_back(it->path().parent_path().string(), it->path().filename().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> out;
+  for (const auto& [d, f] : found) out.push_back(fs::path(d) / f);
+  return out;
+}
+
+// The items of a folder of class folders; `classes` is filled from it when empty, else checked.
+std::vector<Item> scan_class_folders(const fs::path& dir, std::vector<std::string>& classes, const std::string& split) {
+  const std::vector<fs::path> dirs = sorted_dirs(dir);
+  GB_CHECK(!dirs.empty(), NotFound, "no class folders in " << dir.string(),
+           "put each class's images in a folder named after the class: " + dir.string() + "/<class>/<image>");
+  const bool define = classes.empty();
+  std::vector<Item> items;
+  for (const fs::path& d : dirs) {
+    const std::string name = d.filename().string();
+    std::int64_t label = -1;
+    if (define) {
+      classes.push_back(name);
+      label = static_cast<std::int64_t>(classes.size()) - 1;
+    } else {
+      const auto it = std::find(classes.begin(), classes.end(), name);
+      GB_CHECK(it != classes.end(), InvalidArgument,
+               d.string() << ": class '" << name << "' is not a class of the training split",
+               "the training folder defines the classes; add '" + name + "' there or rename the folder");
+      label = it - classes.begin();
+    }
+    const std::vector<fs::path> files = image_files(d);
+    GB_CHECK(!files.empty(), NotFound,
+             "the class folder " << d.string() << " holds no images (.jpg .jpeg .png .bmp .tif .tiff .webp .pgm .ppm)",
+             "add images to it or remove it");
+    for (const auto& f : files) items.push_back({f, label, split, ""});
+  }
+  return items;
+}
+
+bool all_integers(const std::vector<std::string>& values) {
+  for (const auto& v : values) {
+    if (v.empty()) return false;
+    std::size_t i = v[0] == '-' ? 1 : 0;
+    if (i == v.size()) return false;
+    for (; i < v.size(); ++i)
+      if (!std::isdigit(static_cast<unsigned char>(v[i]))) return false;
+  }
+  return true;
+}
+
+std::string split_name(const std::string& value, const std::string& where) {
+  const std::string v = lower(value);
+  if (v == "train" || v == "training") return "train";
+  if (v == "val" || v == "valid" || v == "validation" || v == "dev") return "val";
+  if (v == "test" || v == "testing") return "test";
+  GB_THROW(InvalidArgument, where << ": split '" << value << "' is not train, val (validation) or test",
+           "use train, val or test in the split column");
+}
+
+// A metadata.csv: items (their files checked), classes.
+std::vector<Item> read_metadata(const fs::path& root, const fs::path& path, const DataOptions& o,
+                                std::vector<std::string>& classes) {
+  const CsvText t = parse_csv_text(read_file(path), path.string());
+  const std::string src = path.string();
+  const std::size_t file_col = t.column("file_name", src, "the file_name column (Hugging Face's convention)");
+  const bool has_label = std::find(t.header.begin(), t.header.end(), o.label_column) != t.header.end();
+  const std::size_t label_col = has_label ? t.column(o.label_column, src, "data.label_column") : 0;
+  const bool has_split = std::find(t.header.begin(), t.header.end(), o.split_column) != t.header.end();
+  const std::size_t split_col = has_split ? t.column(o.split_column, src, "data.split_column") : 0;
+  std::size_t date_col = 0;
+  const bool has_date = !o.date_column.empty();
+  if (has_date) date_col = t.column(o.date_column, src, "data.date_column");
+  GB_CHECK(o.split_by != SplitBy::kColumn || has_split, NotFound,
+           src << ": data.split_by = \"column\" but there is no column '" << o.split_column << "'",
+           "set data.split_column to the column holding train / val / test");
+
+  std::vector<std::string> names;
+  std::vector<Item> items;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const auto& row = t.rows[r];
+    const std::string where = src + ":" + std::to_string(t.lines[r]);
+    const fs::path rel = row[file_col];
+    GB_CHECK(!rel.empty(), DataLoss, where << ": empty file_name", "name the image file relative to " + root.string());
+    const fs::path file = rel.is_absolute() ? rel : root / rel;
+    std::error_code ec;
+    GB_CHECK(fs::is_regular_file(file, ec), NotFound,
+             where << ": file_name " << rel.string() << " does not exist under " << root.string(),
+             "fix the row or remove it; file_name is relative to the folder holding the metadata");
+    Item it;
+    it.file = file;
+    if (has_label) {
+      GB_CHECK(!row[label_col].empty(), DataLoss, where << ": empty label in column '" << o.label_column << "'",
+               "give every row its class");
+      names.push_back(row[label_col]);
+    } else {
+      const auto first = rel.begin();
+      GB_CHECK(
+          std::distance(rel.begin(), rel.end()) >= 2, NotFound,
+          where << ": no label column '" << o.label_column << "' and " << rel.string() << " is not in a class folder",
+          "add a label column (data.label_column) or put the images in class folders");
+      names.push_back(first->string());
+    }
+    if (has_split) it.split = split_name(row[split_col], where);
+    if (has_date) {
+      it.date = row[date_col];
+      GB_CHECK(it.date.size() >= 10 && std::isdigit(static_cast<unsigned char>(it.date[0])) && it.date[4] == '-' &&
+                   it.date[7] == '-',
+               DataLoss, where << ": date '" << it.date << "' in column '" << o.date_column << "' is not ISO 8601",
+               "write dates as YYYY-MM-DD (optionally followed by a time)");
+      std::replace(it.date.begin(), it.date.end(), 'T', ' ');
+    }
+    items.push_back(it);
+  }
+  GB_CHECK(!items.empty(), DataLoss, src << ": no rows", "list one image per row");
+  // Classes: data.class_names, else the sorted distinct labels (numerically for integers).
+  std::vector<std::string> distinct(names.begin(), names.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (all_integers(distinct)) {
+    std::sort(distinct.begin(), distinct.end(),
+              [](const std::string& a, const std::string& b) { return std::stoll(a) < std::stoll(b); });
+  }
+  classes = o.class_names.empty() ? distinct : o.class_names;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const auto it = std::find(classes.begin(), classes.end(), names[i]);
+    GB_CHECK(it != classes.end(), InvalidArgument,
+             src << ":" << t.lines[i] << ": label '" << names[i] << "' is not in data.class_names",
+             "list every class in data.class_names, or leave it empty");
+    items[i].label = it - classes.begin();
+  }
+  return items;
+}
+
+// `count` indices of `pool` drawn per class in proportion to its size (largest remainders), seeded.
+std::vector<std::size_t> stratified_draw(const std::vector<std::size_t>& pool, const std::vector<Item>& items,
+                                         std::int64_t count, std::uint64_t seed) {
+  std::map<std::int64_t, std::vector<std::size_t>> by_class;
+  for (std::size_t i : pool) by_class[items[i].label].push_back(i);
+  const auto n = static_cast<double>(pool.size());
+  std::vector<std::pair<double, std::int64_t>> remainders;
+  std::map<std::int64_t, std::int64_t> take;
+  std::int64_t taken = 0;
+  for (const auto& [label, members] : by_class) {
+    const double exact = static_cast<double>(count) * static_cast<double>(members.size()) / n;
+    take[label] = static_cast<std::int64_t>(std::floor(exact));
+    taken += take[label];
+    remainders.emplace_back(exact - std::floor(exact), label);
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t i = 0; taken < count && i < remainders.size(); ++i, ++taken) take[remainders[i].second] += 1;
+  std::vector<std::size_t> out;
+  for (auto& [label, members] : by_class) {
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed + static_cast<std::uint64_t>(label) * 7919);
+    const at::Tensor perm = at::randperm(static_cast<std::int64_t>(members.size()), gen, at::kLong);
+    const std::int64_t k = std::min<std::int64_t>(take[label], static_cast<std::int64_t>(members.size()));
+    for (std::int64_t j = 0; j < k; ++j) out.push_back(members[static_cast<std::size_t>(perm[j].item<std::int64_t>())]);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::int64_t held_out(double size, std::int64_t n, const char* key) {
+  if (size <= 0) return 0;
+  const std::int64_t k = size >= 1 ? static_cast<std::int64_t>(size) : static_cast<std::int64_t>(std::ceil(size * n));
+  GB_CHECK(k < n, InvalidArgument,
+           "data." << key << " = " << size << " takes " << k << " of the " << n << " images, leaving none to train on",
+           std::string("lower data.") + key);
+  return k;
+}
+
+// Moves a stratified `size` of the train items to `target`.
+void carve(std::vector<Item>& items, const std::string& target, double size, const char* key, std::uint64_t seed) {
+  std::vector<std::size_t> pool;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (items[i].split == "train") pool.push_back(i);
+  const std::int64_t k = held_out(size, static_cast<std::int64_t>(pool.size()), key);
+  for (std::size_t i : stratified_draw(pool, items, k, seed)) items[i].split = target;
+}
+
+bool pipeline_normalizes(const std::vector<TransformSpec>& specs) {
+  return !specs.empty() && specs.back().name == "Normalize";
+}
+
+struct Stats {
+  std::vector<double> mean, std;
+};
+
+// Per-channel mean/std of pixels / 255 over (up to 10 000 of) `files`, through `pipeline`.
+Stats channel_stats(const std::vector<fs::path>& files, std::int64_t channels, const Pipeline* pipeline) {
+  std::vector<std::size_t> pick(files.size());
+  std::iota(pick.begin(), pick.end(), 0);
+  if (pick.size() > 10000) {
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(12345);
+    const at::Tensor perm = at::randperm(static_cast<std::int64_t>(pick.size()), gen, at::kLong);
+    pick.resize(10000);
+    for (std::size_t i = 0; i < pick.size(); ++i)
+      pick[i] = static_cast<std::size_t>(perm[static_cast<std::int64_t>(i)].item<std::int64_t>());
+  }
+  const auto c = static_cast<std::size_t>(channels);
+  std::mutex mu;
+  std::vector<double> sum(c, 0.0), sq(c, 0.0);
+  double count = 0;
+  std::exception_ptr error;
+  at::parallel_for(0, static_cast<std::int64_t>(pick.size()), 64, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<double> s(c, 0.0), q(c, 0.0);
+    double n = 0;
+    try {
+      for (std::int64_t k = begin; k < end; ++k) {
+        const fs::path& f = files[pick[static_cast<std::size_t>(k)]];
+        Sample smp{read_image(f, static_cast<int>(channels)), {}};
+        if (pipeline != nullptr) {
+          AugmentRng rng(0);
+          pipeline->run(smp, rng);
+        }
+        cv::Mat d;
+        smp.image.convertTo(d, CV_64F, 1.0 / 255.0);
+        cv::Scalar m, sd;
+        cv::meanStdDev(d, m, sd);
+        const double px = static_cast<double>(d.total());
+        for (std::size_t ch = 0; ch < c && ch < 4; ++ch) {
+          s[ch] += m[static_cast<int>(ch)] * px;
+          q[ch] += (sd[static_cast<int>(ch)] * sd[static_cast<int>(ch)] +
+                    m[static_cast<int>(ch)] * m[static_cast<int>(ch)]) *
+                   px;
+        }
+        n += px;
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(mu);
+      if (!error) error = std::current_exception();
+      return;
+    }
+    std::lock_guard<std::mutex> lk(mu);
+    for (std::size_t ch = 0; ch < c; ++ch) {
+      sum[ch] += s[ch];
+      sq[ch] += q[ch];
+    }
+    count += n;
+  });
+  if (error) std::rethrow_exception(error);
+  Stats out;
+  for (std::size_t ch = 0; ch < c; ++ch) {
+    const double m = sum[ch] / std::max(count, 1.0);
+    const double var = std::max(0.0, sq[ch] / std::max(count, 1.0) - m * m);
+    out.mean.push_back(m);
+    out.std.push_back(std::sqrt(var) > 1e-12 ? std::sqrt(var) : 1.0);
+  }
+  return out;
+}
+
+// Decodes every file (in parallel); the ones that fail are removed and described in `skipped`.
+void drop_bad_files(std::vector<Item>& items, std::int64_t channels, std::vector<std::string>& skipped) {
+  std::vector<std::string> reason(items.size());
+  at::parallel_for(0, static_cast<std::int64_t>(items.size()), 16, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      try {
+        read_image(items[static_cast<std::size_t>(i)].file, static_cast<int>(channels));
+      } catch (const Error& err) {
+        reason[static_cast<std::size_t>(i)] = err.message();
+      }
+    }
+  });
+  std::vector<Item> kept;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (reason[i].empty())
+      kept.push_back(items[i]);
+    else
+      skipped.push_back(reason[i]);
+  }
+  items = std::move(kept);
+}
+
+}  // namespace
+
+ImageDataset::ImageDataset(std::vector<fs::path> files, at::Tensor labels, ImageDatasetOptions options)
+    : files_(std::move(files)), labels_(std::move(labels)), options_(std::move(options)) {
+  GB_CHECK(labels_.numel() == static_cast<std::int64_t>(files_.size()), Internal,
+           "ImageDataset: " << files_.size() << " files but " << labels_.numel() << " labels", "");
+}
+
+Sample ImageDataset::sample(std::int64_t i, std::uint64_t epoch_seed) const {
+  const fs::path& f = files_.at(static_cast<std::size_t>(i));
+  Sample s{read_image(f, static_cast<int>(options_.channels)), {}};
+  if (options_.pipeline) {
+    AugmentRng rng(sample_seed(epoch_seed, i));
+    options_.pipeline->run(s, rng);
+  }
+  return s;
+}
+
+at::Tensor ImageDataset::to_tensor(const Sample& s, const fs::path& file) const {
+  const cv::Mat& img = s.image;
+  const std::vector<std::int64_t> shape = {img.channels(), img.rows, img.cols};
+  GB_CHECK(options_.sample_shape.empty() || shape == options_.sample_shape, InvalidArgument,
+           file.string() << ": the image comes out " << shape_text(shape) << " (CxHxW) but the data set's samples are "
+                         << shape_text(options_.sample_shape),
+           "give every image one size: add a Resize (or RandomResizedCrop) step to data.train_transforms and a "
+           "Resize/CenterCrop to data.eval_transforms");
+  cv::Mat f;
+  if (img.depth() == CV_32F) {
+    f = img.isContinuous() ? img : img.clone();
+  } else {
+    img.convertTo(f, CV_32F, 1.0 / 255.0);
+  }
+  at::Tensor t = torch::from_blob(f.data, {f.rows, f.cols, f.channels()}, torch::kFloat).permute({2, 0, 1}).clone();
+  if (!options_.pipeline_normalizes && !options_.mean.empty()) {
+    const auto c = t.size(0);
+    const at::Tensor m = torch::tensor(options_.mean, torch::kFloat).expand({c}).view({c, 1, 1});
+    const at::Tensor sd = torch::tensor(options_.std, torch::kFloat).expand({c}).view({c, 1, 1});
+    t.sub_(m).div_(sd);
+  }
+  return t;
+}
+
+Batch ImageDataset::get_epoch_batch(const at::Tensor& indices, std::uint64_t epoch_seed) const {
+  const at::Tensor idx = indices.to(torch::kCPU, torch::kLong).contiguous();
+  const std::int64_t n = idx.numel();
+  std::vector<at::Tensor> inputs;
+  inputs.reserve(static_cast<std::size_t>(n));
+  const std::int64_t* p = idx.const_data_ptr<std::int64_t>();
+  for (std::int64_t k = 0; k < n; ++k) {
+    GB_CHECK(p[k] >= 0 && p[k] < size(), InvalidArgument,
+             "sample index " << p[k] << " is out of range for " << size() << " images", "");
+    inputs.push_back(to_tensor(sample(p[k], epoch_seed), files_[static_cast<std::size_t>(p[k])]));
+  }
+  Batch b;
+  b.inputs = n > 0 ? torch::stack(inputs) : torch::empty({0}, torch::kFloat);
+  b.targets = labels_.index_select(0, idx);
+  b.indices = idx;
+  return b;
+}
+
+Splits load_image_folder(const DataOptions& o) {
+  const fs::path root = o.root;
+  std::error_code ec;
+  GB_CHECK(fs::is_directory(root, ec), NotFound, "data.root = " << root.string() << " is not a folder",
+           "point data.root at the folder of class folders (or of train/ val/ test/)");
+
+  // The items and their splits.
+  std::vector<std::string> classes = o.class_names;
+  std::vector<Item> items;
+  const auto sub = [&](std::initializer_list<const char*> names) -> fs::path {
+    for (const char* n : names)
+      if (fs::is_directory(root / n, ec)) return root / n;
+    return {};
+  };
+  const fs::path train_dir = sub({"train", "training"});
+  const fs::path meta = o.metadata.empty() ? fs::path() : root / o.metadata;
+  const bool has_meta = !meta.empty() && fs::is_regular_file(meta, ec);
+  bool use_folders = o.split_by == SplitBy::kFolders || (o.split_by == SplitBy::kAuto && !train_dir.empty());
+  GB_CHECK(o.split_by != SplitBy::kFolders || !train_dir.empty(), NotFound,
+           "data.split_by = \"folders\" but " << root.string() << " has no train/ folder",
+           "put the splits in train/, val/ and test/ folders, or use split_by = \"random\"");
+  GB_CHECK(!(o.split_by == SplitBy::kColumn || o.split_by == SplitBy::kDate) || has_meta, NotFound,
+           "data.split_by = \"" << name_of(o.split_by) << "\" needs " << meta.string(),
+           "write a metadata.csv with file_name, label and split (or date) columns");
+  if (use_folders) {
+    if (!o.class_names.empty()) classes = o.class_names;
+    items = scan_class_folders(train_dir, classes, "train");
+    const fs::path val_dir = sub({"val", "validation", "valid"});
+    const fs::path test_dir = sub({"test", "testing"});
+    if (!val_dir.empty()) {
+      auto v = scan_class_folders(val_dir, classes, "val");
+      items.insert(items.end(), v.begin(), v.end());
+    }
+    if (!test_dir.empty()) {
+      auto t = scan_class_folders(test_dir, classes, "test");
+      items.insert(items.end(), t.begin(), t.end());
+    }
+  } else if (has_meta && o.split_by != SplitBy::kRandom) {
+    items = read_metadata(root, meta, o, classes);
+    if (o.split_by == SplitBy::kDate) {
+      for (auto& it : items) {
+        GB_CHECK(!it.date.empty(), DataLoss, it.file.string() << ": no date", "give every row a date");
+        it.split = it.date < o.val_from ? "train" : it.date < o.test_from ? "val" : "test";
+      }
+    }
+  } else if (has_meta) {
+    items = read_metadata(root, meta, o, classes);
+    for (auto& it : items) it.split.clear();
+  } else {
+    items = scan_class_folders(root, classes, "");
+  }
+  // What the layout did not split is drawn: test first, then validation from the rest.
+  bool any_test = false, any_val = false;
+  for (auto& it : items) {
+    if (it.split.empty()) it.split = "train";
+    any_test = any_test || it.split == "test";
+    any_val = any_val || it.split == "val";
+  }
+  const auto seed = static_cast<std::uint64_t>(o.split_seed);
+  if (!any_test) carve(items, "test", o.test_size, "test_size", seed * 2 + 1);
+  if (o.limit_train > 0) {
+    std::int64_t kept = 0;
+    std::vector<Item> limited;
+    for (auto& it : items)
+      if (it.split != "train" || kept++ < o.limit_train) limited.push_back(it);
+    items = std::move(limited);
+  }
+  if (!any_val) carve(items, "val", o.val_size, "val_size", seed * 2 + 2);
+
+  const std::int64_t channels = [&] {
+    if (o.channels != 0) return o.channels;
+    for (const auto& it : items)
+      if (it.split == "train") return static_cast<std::int64_t>(read_image(it.file, 0).channels());
+    return std::int64_t{3};
+  }();
+  Splits out;
+  if (o.on_bad_image == OnBadImage::kSkip) drop_bad_files(items, channels, out.skipped_files);
+
+  std::map<std::string, std::vector<fs::path>> files;
+  std::map<std::string, std::vector<std::int64_t>> labels;
+  for (const auto& it : items) {
+    files[it.split].push_back(it.file);
+    labels[it.split].push_back(it.label);
+  }
+  GB_CHECK(!files["train"].empty(), DataLoss, root.string() << ": the training split is empty",
+           "check data.root, the split column, or the date cut-offs");
+  std::int64_t num_classes = static_cast<std::int64_t>(classes.size());
+  if (o.num_classes > 0) {
+    GB_CHECK(o.num_classes >= num_classes, InvalidArgument,
+             "data.num_classes = " << o.num_classes << " but the folder has " << num_classes << " classes",
+             "leave data.num_classes = 0");
+    num_classes = o.num_classes;
+  }
+
+  // Pipelines, normalisation and the sample shape (from the first training image through the
+  // eval pipeline, which defines what the model sees at inference).
+  const auto train_pipe = std::make_shared<const Pipeline>(make_pipeline(o.train_transforms, "data.train_transforms"));
+  const auto eval_pipe = std::make_shared<const Pipeline>(make_pipeline(o.eval_transforms, "data.eval_transforms"));
+  ImageDatasetOptions base;
+  base.channels = channels;
+  base.num_classes = num_classes;
+  const bool train_norm = pipeline_normalizes(o.train_transforms);
+  const bool eval_norm = pipeline_normalizes(o.eval_transforms);
+  GB_CHECK(train_norm == eval_norm, InvalidArgument,
+           (train_norm ? "data.train_transforms" : "data.eval_transforms")
+               << " ends with Normalize but " << (train_norm ? "data.eval_transforms" : "data.train_transforms")
+               << " does not",
+           "end both pipelines with the same Normalize step (or neither, to use data.mean/std)");
+  if (eval_norm) {
+    const TransformSpec& n = o.eval_transforms.back();
+    out.mean = n.numbers.count("mean") ? n.numbers.at("mean") : std::vector<double>{};
+    out.std = n.numbers.count("std") ? n.numbers.at("std") : std::vector<double>{};
+  } else if (o.normalize) {
+    if (!o.mean.empty()) {
+      GB_CHECK(o.mean.size() == 1 || static_cast<std::int64_t>(o.mean.size()) == channels, InvalidArgument,
+               "data.mean has " << o.mean.size() << " values but the images have " << channels << " channels",
+               "give one value per channel (or one for all)");
+      out.mean = std::vector<double>(static_cast<std::size_t>(channels), 0.0);
+      out.std = out.mean;
+      for (std::size_t c = 0; c < out.mean.size(); ++c) {
+        out.mean[c] = o.mean.size() == 1 ? o.mean[0] : o.mean[c];
+        out.std[c] = o.std.size() == 1 ? o.std[0] : o.std[c];
+      }
+    } else {
+      const Stats s = channel_stats(files["train"], channels, eval_pipe->empty() ? nullptr : eval_pipe.get());
+      out.mean = s.mean;
+      out.std = s.std;
+    }
+  }
+  base.pipeline_normalizes = eval_norm;
+  if (!eval_norm) {
+    base.mean = out.mean;
+    base.std = out.std;
+  }
+  {
+    Sample first{read_image(files["train"].front(), static_cast<int>(channels)), {}};
+    AugmentRng rng(0);
+    eval_pipe->run(first, rng);
+    base.sample_shape = {first.image.channels(), first.image.rows, first.image.cols};
+  }
+  const auto make = [&](const std::string& split, const std::shared_ptr<const Pipeline>& pipe) {
+    ImageDatasetOptions opt = base;
+    opt.pipeline = pipe->empty() ? nullptr : pipe;
+    return std::make_shared<ImageDataset>(files[split], torch::tensor(labels[split], torch::kLong), opt);
+  };
+  out.train = make("train", train_pipe);
+  if (!files["val"].empty()) out.val = make("val", eval_pipe);
+  out.test = make("test", eval_pipe);
+  out.num_classes = num_classes;
+  out.class_names = classes;
+  for (std::int64_t k = static_cast<std::int64_t>(out.class_names.size()); k < num_classes; ++k)
+    out.class_names.push_back(std::to_string(k));
+  out.sample_shape = base.sample_shape;
+  return out;
+}
+
+}  // namespace glassbox::data

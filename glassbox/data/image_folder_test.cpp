@@ -1,0 +1,253 @@
+#include "glassbox/data/image_folder.h"
+
+#include <gtest/gtest.h>
+#include <opencv2/core.hpp>
+#include <torch/torch.h>
+
+#include "glassbox/base/error.h"
+#include "glassbox/base/files.h"
+#include "glassbox/data/image.h"
+#include "glassbox/data/loader.h"
+#include "glassbox/testing/testing.h"
+
+namespace glassbox::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.one_line();
+  }
+  return "<no error>";
+}
+
+// A gray h x w PNG whose pixels are all `v` (class k images get v = 40k + i).
+void write_png(const fs::path& p, int v, int h = 6, int w = 5, int channels = 1) {
+  fs::create_directories(p.parent_path());
+  write_file_atomic(p, encode_png(cv::Mat(h, w, CV_8UC(channels), cv::Scalar::all(v))));
+}
+
+DataOptions folder_options(const fs::path& root) {
+  DataOptions o;
+  o.format = DataFormat::kImageFolder;
+  o.root = root.string();
+  o.val_size = 0;
+  o.test_size = 0;
+  o.normalize = false;
+  return o;
+}
+
+std::vector<std::int64_t> labels_of(const Dataset& d) {
+  const at::Tensor t = d.all_targets();
+  return std::vector<std::int64_t>(t.data_ptr<std::int64_t>(), t.data_ptr<std::int64_t>() + t.numel());
+}
+
+TEST(ImageFolder, ClassFoldersInTorchvisionOrderWithAStratifiedSplit) {
+  const fs::path root = testing::temp_dir("imgf_classes");
+  // Two classes; "cat" has a nested folder; hidden folders and other files are not read.
+  for (int i = 0; i < 12; ++i) write_png(root / "dog" / ("d" + std::to_string(i) + ".png"), 100 + i);
+  for (int i = 0; i < 6; ++i) write_png(root / "cat" / ("c" + std::to_string(i) + ".PNG"), i);
+  write_png(root / "cat" / "sub" / "a.png", 50);
+  write_png(root / "cat" / "z.png", 51);
+  write_png(root / ".ipynb_checkpoints" / "x.png", 200);
+  write_file_atomic(root / "cat" / "notes.txt", "not an image");
+  DataOptions o = folder_options(root);
+  Splits s = load_splits(o);
+  EXPECT_EQ(s.class_names, (std::vector<std::string>{"cat", "dog"}));
+  ASSERT_EQ(s.train->size(), 20);
+  const auto& files = dynamic_cast<const ImageDataset&>(*s.train).files();
+  // torchvision: files of a folder before those of its sub-folders, each sorted by name.
+  EXPECT_EQ(files[0].filename(), "c0.PNG");
+  EXPECT_EQ(files[6].filename(), "z.png");
+  EXPECT_EQ(files[7].filename(), "a.png");
+  EXPECT_EQ(labels_of(*s.train)[8], 1);
+  // Pixels / 255 as float32 [1, 6, 5].
+  const Batch b = s.train->get_batch(torch::tensor({0, 8}));
+  EXPECT_EQ(b.inputs.sizes(), (std::vector<std::int64_t>{2, 1, 6, 5}));
+  EXPECT_FLOAT_EQ(b.inputs[1][0][2][2].item<float>(), 100.0f / 255.0f);
+  EXPECT_EQ(b.targets[1].item<std::int64_t>(), 1);
+
+  // test_size and val_size are drawn per class, in proportion: 25 % of 20 is 5 = 2 cats + 3 dogs.
+  o.test_size = 0.25;
+  o.val_size = 3;
+  s = load_splits(o);
+  EXPECT_EQ(s.test->size(), 5);
+  EXPECT_EQ(s.val->size(), 3);
+  EXPECT_EQ(s.train->size(), 12);
+  const auto test_labels = labels_of(*s.test);
+  EXPECT_EQ(std::count(test_labels.begin(), test_labels.end(), 0), 2);
+  // Seeded: the same split again, another with another seed.
+  Splits again = load_splits(o);
+  EXPECT_EQ(dynamic_cast<const ImageDataset&>(*again.test).files(), dynamic_cast<const ImageDataset&>(*s.test).files());
+  o.split_seed = 7;
+  Splits other = load_splits(o);
+  EXPECT_NE(dynamic_cast<const ImageDataset&>(*other.test).files(), dynamic_cast<const ImageDataset&>(*s.test).files());
+}
+
+TEST(ImageFolder, SplitFoldersAndNormalisation) {
+  const fs::path root = testing::temp_dir("imgf_splits");
+  for (int i = 0; i < 4; ++i) {
+    write_png(root / "train" / "a" / (std::to_string(i) + ".png"), 10 * i, 6, 5, 3);
+    write_png(root / "train" / "b" / (std::to_string(i) + ".png"), 200, 6, 5, 3);
+  }
+  write_png(root / "val" / "b" / "v.png", 7, 6, 5, 3);
+  write_png(root / "test" / "a" / "t.png", 9, 6, 5, 3);
+  DataOptions o = folder_options(root);
+  o.normalize = true;
+  Splits s = load_splits(o);
+  EXPECT_EQ(s.train->size(), 8);
+  EXPECT_EQ(s.val->size(), 1);
+  EXPECT_EQ(s.test->size(), 1);
+  EXPECT_EQ(s.sample_shape, (std::vector<std::int64_t>{3, 6, 5}));
+  // Mean/std per channel over the training pixels / 255.
+  std::vector<double> v = {0, 10, 20, 30, 200, 200, 200, 200};
+  double m = 0, q = 0;
+  for (double x : v) m += x / 255 / 8;
+  for (double x : v) q += (x / 255 - m) * (x / 255 - m) / 8;
+  ASSERT_EQ(s.mean.size(), 3u);
+  EXPECT_NEAR(s.mean[1], m, 1e-9);
+  EXPECT_NEAR(s.std[2], std::sqrt(q), 1e-9);
+  const Batch b = s.test->get_batch(torch::tensor({0}));
+  EXPECT_NEAR(b.inputs[0][0][0][0].item<float>(), (9.0 / 255 - m) / std::sqrt(q), 1e-5);
+
+  // A class folder of val/ that training does not have names itself.
+  write_png(root / "val" / "c" / "x.png", 1, 6, 5, 3);
+  EXPECT_NE(message_of([&] { load_splits(o); }).find("class 'c' is not a class of the training split"),
+            std::string::npos);
+}
+
+TEST(ImageFolder, MetadataWithSplitAndDateColumns) {
+  const fs::path root = testing::temp_dir("imgf_meta");
+  std::string csv = "file_name,label,split,captured\n";
+  const char* dates[] = {"2024-01-05", "2024-03-01", "2024-06-30", "2024-07-02", "2024-07-31T10:00", "2024-08-01"};
+  for (int i = 0; i < 6; ++i) {
+    const std::string f = "img/" + std::to_string(i) + ".png";
+    write_png(root / f, i);
+    csv += f + "," + (i % 2 ? "rust" : "crack") + "," +
+           (i < 4    ? "train"
+            : i == 4 ? "validation"
+                     : "test") +
+           "," + dates[i] + "\n";
+  }
+  write_file_atomic(root / "metadata.csv", csv);
+  DataOptions o = folder_options(root);
+  Splits s = load_splits(o);  // the split column
+  EXPECT_EQ(s.class_names, (std::vector<std::string>{"crack", "rust"}));
+  EXPECT_EQ(s.train->size(), 4);
+  EXPECT_EQ(s.val->size(), 1);
+  EXPECT_EQ(s.test->size(), 1);
+  EXPECT_EQ(labels_of(*s.train), (std::vector<std::int64_t>{0, 1, 0, 1}));
+  // By date: January-June trains, July validates, August tests.
+  o.split_by = SplitBy::kDate;
+  o.date_column = "captured";
+  o.val_from = "2024-07-01";
+  o.test_from = "2024-08-01";
+  s = load_splits(o);
+  EXPECT_EQ(s.train->size(), 3);
+  EXPECT_EQ(s.val->size(), 2);
+  EXPECT_EQ(s.test->size(), 1);
+  // A row naming a missing file, a missing column, a date that is not ISO.
+  write_file_atomic(root / "metadata.csv", csv + "img/none.png,rust,train,2024-01-01\n");
+  EXPECT_NE(message_of([&] { load_splits(o); }).find("metadata.csv:8: file_name img/none.png does not exist under"),
+            std::string::npos);
+  write_file_atomic(root / "metadata.csv", csv + "img/0.png,rust,train,1/2/2024\n");
+  EXPECT_NE(message_of([&] { load_splits(o); }).find("date '1/2/2024' in column 'captured' is not ISO 8601"),
+            std::string::npos);
+  o.date_column = "capture";
+  write_file_atomic(root / "metadata.csv", csv);
+  EXPECT_NE(
+      message_of([&] { load_splits(o); }).find("no column 'capture' in the header (hint: did you mean 'captured'?"),
+      std::string::npos);
+}
+
+TEST(ImageFolder, BadFoldersAndFilesNameThemselves) {
+  const fs::path root = testing::temp_dir("imgf_bad");
+  write_png(root / "a" / "1.png", 1);
+  write_png(root / "a" / "2.png", 2);
+  fs::create_directories(root / "b");
+  DataOptions o = folder_options(root);
+  EXPECT_EQ(
+      message_of([&] { load_splits(o); }),
+      "the class folder " + (root / "b").string() +
+          " holds no images (.jpg .jpeg .png .bmp .tif .tiff .webp .pgm .ppm) (hint: add images to it or remove it)");
+  write_png(root / "b" / "3.png", 3, 7, 5);  // another size
+  write_file_atomic(root / "b" / "4.jpg", encode_jpeg(cv::Mat(6, 5, CV_8UC1, cv::Scalar(9))).substr(0, 60));
+  Splits s = load_splits(o);
+  EXPECT_NE(message_of([&] {
+              s.train->get_batch(torch::tensor({2}));
+            }).find("3.png: the image comes out 1x7x5 (CxHxW) but the data set's samples are 1x6x5"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { s.train->get_batch(torch::tensor({3})); }).find("4.jpg: truncated JPEG"),
+            std::string::npos);
+  // Left out and counted with on_bad_image = "skip".
+  o.on_bad_image = OnBadImage::kSkip;
+  s = load_splits(o);
+  EXPECT_EQ(s.train->size(), 3);
+  ASSERT_EQ(s.skipped_files.size(), 1u);
+  EXPECT_NE(s.skipped_files[0].find("4.jpg: truncated JPEG"), std::string::npos);
+  o.root = (root / "a" / "1.png").string();
+  EXPECT_NE(message_of([&] { load_splits(o); }).find("is not a folder"), std::string::npos);
+  o.root = (root / "missing").string();
+  EXPECT_NE(message_of([&] { load_splits(o); }).find("is not a folder"), std::string::npos);
+}
+
+TEST(ImageFolder, AugmentedBatchesDependOnSeedEpochAndIndexOnly) {
+  const fs::path root = testing::temp_dir("imgf_aug");
+  for (int k = 0; k < 2; ++k) {
+    for (int i = 0; i < 10; ++i) {
+      cv::Mat m(9, 7, CV_8UC3);
+      cv::randu(m, cv::Scalar::all(0), cv::Scalar::all(255));
+      fs::create_directories(root / std::to_string(k));
+      write_file_atomic(root / std::to_string(k) / (std::to_string(i) + ".png"), encode_png(m));
+    }
+  }
+  DataOptions o = folder_options(root);
+  o.test_size = 4;
+  TransformSpec flip;
+  flip.name = "HorizontalFlip";
+  TransformSpec crop;
+  crop.name = "RandomCrop";
+  crop.ints["height"] = 6;
+  crop.ints["width"] = 5;
+  o.train_transforms = {flip, crop};
+  TransformSpec center;
+  center.name = "CenterCrop";
+  center.ints["height"] = 6;
+  center.ints["width"] = 5;
+  o.eval_transforms = {center};
+  const Splits s = load_splits(o);
+  EXPECT_EQ(s.sample_shape, (std::vector<std::int64_t>{3, 6, 5}));
+  const auto epochs = [&](std::int64_t workers) {
+    LoaderOptions lo;
+    lo.batch_size = 4;
+    lo.shuffle = true;
+    lo.seed = 11;
+    lo.num_workers = workers;
+    Loader loader(s.train, lo);
+    std::vector<at::Tensor> out;
+    for (std::int64_t e = 0; e < 2; ++e) {
+      loader.start_epoch(e);
+      while (auto b = loader.next()) out.push_back(b->inputs);
+    }
+    return torch::cat(out);
+  };
+  const at::Tensor a = epochs(0), b = epochs(3);
+  EXPECT_TRUE(torch::equal(a, b));  // any worker count, the same batches
+  // The two epochs draw differently (a sample's crop or flip changes between epochs).
+  const ImageDataset& ds = dynamic_cast<const ImageDataset&>(*s.train);
+  int changed = 0;
+  for (std::int64_t i = 0; i < ds.size(); ++i)
+    changed += torch::equal(ds.to_tensor(ds.sample(i, 1), ds.files()[0]), ds.to_tensor(ds.sample(i, 2), ds.files()[0]))
+                   ? 0
+                   : 1;
+  EXPECT_GT(changed, 10);
+  // Evaluation is deterministic: the centre crop of the decoded file.
+  const Batch t = s.test->get_batch(torch::tensor({0}));
+  EXPECT_EQ(t.inputs.sizes(), (std::vector<std::int64_t>{1, 3, 6, 5}));
+}
+
+}  // namespace
+}  // namespace glassbox::data
