@@ -59,6 +59,8 @@ def adapt(cmd: str) -> list[list[str]]:
             v = v + ["--set", "trainer.max_epochs=1", "--set", "data.limit_train=10000"]
         elif sub == "train" and "--resume" not in v:
             v = v + SHORT_TRAIN
+        elif sub == "data" and v[1:2] == ["write-images"]:
+            v = v + ["--limit", "300"]
         elif sub == "doctor":
             v = v + ["--steps", "40", "--seconds", "15"]
         elif sub == "bench" and v[1:2] == ["train"]:

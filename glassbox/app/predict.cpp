@@ -11,6 +11,8 @@
 #include "glassbox/base/files.h"
 #include "glassbox/base/progress.h"
 #include "glassbox/data/csv.h"
+#include "glassbox/data/image.h"
+#include "glassbox/data/image_folder.h"
 #include "glassbox/data/npy.h"
 
 namespace glassbox::app {
@@ -91,6 +93,53 @@ data::CsvTable read_table(const fs::path& path, const std::string& label_column)
   return data::parse_csv(labeled, path.string(), "__row_label__");
 }
 
+// Image files: INPUT itself, or every image under the folder INPUT (torchvision's order).
+std::vector<fs::path> image_inputs(const fs::path& input) {
+  std::vector<fs::path> files;
+  if (!fs::is_directory(input)) return {input};
+  for (const auto& e : fs::recursive_directory_iterator(input))
+    if (e.is_regular_file() && data::is_image_file(e.path())) files.push_back(e.path());
+  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+    return std::make_pair(a.parent_path().string(), a.filename().string()) <
+           std::make_pair(b.parent_path().string(), b.filename().string());
+  });
+  GB_CHECK(!files.empty(), NotFound, "no images under " << input.string(),
+           "give an image file or a folder of .jpg/.png/... files");
+  return files;
+}
+
+// Images decoded and run through the checkpoint's eval pipeline and normalisation: the tensors
+// its validation saw. A TorchScript file's contract has no pipeline: its images must already
+// have the contract's size.
+at::Tensor image_batch(const std::vector<fs::path>& files, const LoadedModel& m, const nn::ModelContract& c) {
+  data::ImageDatasetOptions o;
+  o.channels = c.input_shape.at(0);
+  o.sample_shape = c.input_shape;
+  o.num_classes = c.num_classes;
+  const auto& d = m.config.data.source;
+  if (d.format == data::DataFormat::kImageFolder) {
+    auto pipe = std::make_shared<const data::Pipeline>(data::make_pipeline(d.eval_transforms, "data.eval_transforms"));
+    if (!pipe->empty()) o.pipeline = pipe;
+    o.pipeline_normalizes = !d.eval_transforms.empty() && d.eval_transforms.back().name == "Normalize";
+  }
+  if (!o.pipeline_normalizes) {
+    o.mean = c.mean;
+    o.std = c.std;
+  }
+  const data::ImageDataset ds(files, torch::zeros({static_cast<std::int64_t>(files.size())}, torch::kLong), o);
+  std::vector<at::Tensor> out;
+  for (std::int64_t i = 0; i < ds.size(); ++i)
+    out.push_back(ds.to_tensor(ds.sample(i, 0), files[static_cast<std::size_t>(i)]));
+  return torch::stack(out);
+}
+
+// A field's text inside double quotes ("" for a quote).
+std::string csv_quoted(const std::string& s) {
+  std::string out;
+  for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out;
+}
+
 std::string shape_text(c10::IntArrayRef s) {
   std::string t;
   for (auto d : s) t += (t.empty() ? "" : ", ") + std::to_string(d);
@@ -100,7 +149,8 @@ std::string shape_text(c10::IntArrayRef s) {
 }  // namespace
 
 PredictOutcome run_predict(const PredictRequest& r) {
-  GB_CHECK(!r.input.empty(), InvalidArgument, "no input given", "pass the samples to predict: INPUT.npy or INPUT.csv");
+  GB_CHECK(!r.input.empty(), InvalidArgument, "no input given",
+           "pass the samples to predict: INPUT.npy, INPUT.csv, an image or a folder of images");
   GB_CHECK(fs::exists(r.input), NotFound, "no input file at " << r.input.string(), "check the path");
   GB_CHECK(r.batch_size > 0, InvalidArgument, "--batch-size must be positive, got " << r.batch_size, "use 512");
   const ScriptSource script = script_source(r.model);
@@ -113,7 +163,13 @@ PredictOutcome run_predict(const PredictRequest& r) {
 
   const std::string ext = r.input.extension().string();
   at::Tensor x;
-  if (ext == ".npy") {
+  std::vector<fs::path> images;
+  if (fs::is_directory(r.input) || data::is_image_file(r.input)) {
+    GB_CHECK(contract.layout == nn::InputLayout::kNCHW, InvalidArgument, "the model takes feature vectors, not images",
+             "give a .csv or .npy of features");
+    images = image_inputs(r.input);
+    x = image_batch(images, m, pre);  // preprocessed already
+  } else if (ext == ".npy") {
     x = data::read_npy(r.input);
   } else if (ext == ".csv") {
     x = csv_features(r.input, m.config.data.source.label_column, m.info.feature_names);
@@ -140,7 +196,8 @@ PredictOutcome run_predict(const PredictRequest& r) {
   ProgressBar bar(std::cerr, n > 4 * r.batch_size);  // a bar on a terminal, plain lines otherwise
   bar.start("predicting", n);
   for (std::int64_t start = 0; start < n; start += r.batch_size) {
-    const at::Tensor batch = preprocess(x.slice(0, start, std::min(n, start + r.batch_size)), pre);
+    const at::Tensor raw = x.slice(0, start, std::min(n, start + r.batch_size));
+    const at::Tensor batch = images.empty() ? preprocess(raw, pre) : raw;
     at::Tensor out = m.model->forward(batch.to(m.device)).to(torch::kCPU, torch::kDouble);
     parts.push_back(m.outputs_probabilities ? out : torch::softmax(out, 1));
     bar.update(std::min(n, start + r.batch_size), "", 0.0);
@@ -154,14 +211,16 @@ PredictOutcome run_predict(const PredictRequest& r) {
   o.samples = n;
   o.class_names = names;
   o.counts.assign(names.size(), 0);
-  std::string text = "index,predicted,predicted_name";
+  std::string text = images.empty() ? "index,predicted,predicted_name" : "index,file,predicted,predicted_name";
   for (const auto& c : names) text += ",p_" + c;
   text += "\n";
   const auto p = probs.accessor<double, 2>();
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t k = pred[i].item<std::int64_t>();
     ++o.counts[static_cast<std::size_t>(k)];
-    text += fmt::format("{},{},{}", i, k, names[static_cast<std::size_t>(k)]);
+    text += images.empty() ? fmt::format("{},{},{}", i, k, names[static_cast<std::size_t>(k)])
+                           : fmt::format("{},\"{}\",{},{}", i, csv_quoted(images[static_cast<std::size_t>(i)].string()),
+                                         k, names[static_cast<std::size_t>(k)]);
     for (std::int64_t c = 0; c < probs.size(1); ++c) text += fmt::format(",{:.9g}", p[i][c]);
     text += "\n";
   }

@@ -21,6 +21,7 @@ void add_report(CLI::App& app);
 void add_export(CLI::App& app);
 void add_serve(CLI::App& app);
 void add_predict(CLI::App& app);
+void add_data(CLI::App& app);
 
 // The process exit status a command asks for when it returns normally (default 0).
 int& exit_code();

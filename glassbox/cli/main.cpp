@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
       "  glassbox bench train --json\n"
       "  glassbox doctor configs/quickstart.toml     diagnose a training setup\n"
       "  glassbox lab list                            reproducible broken setups\n"
+      "  glassbox data write-images configs/cnn.toml --out fashion-png   an image folder to train on\n"
       "  glassbox export --checkpoint runs/quickstart/checkpoints/last.ckpt --format all\n"
       "  glassbox serve --model-repository runs/quickstart/export/repository\n"
       "Exit status: 0 ok, 1 runtime failure, 2 bad input, 130 interrupted.\n"
@@ -124,6 +125,7 @@ int main(int argc, char** argv) {
   glassbox::cli::add_export(app);
   glassbox::cli::add_serve(app);
   glassbox::cli::add_predict(app);
+  glassbox::cli::add_data(app);
   const std::string binary = "glassbox";
   if (argc <= 1) {
     std::cout << app.help();

@@ -16,8 +16,11 @@ void add_predict(CLI::App& app) {
   auto input = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
-      "predict", "Class probabilities for unlabeled samples (.npy or .csv) from a checkpoint or a TorchScript model");
-  cmd->add_option("input", *input, "the samples: INPUT.npy ([N, ...] raw, as in training) or INPUT.csv (header)")
+      "predict",
+      "Class probabilities for unlabeled samples (.npy, .csv or images) from a checkpoint or a TorchScript model");
+  cmd->add_option(
+         "input", *input,
+         "the samples: INPUT.npy ([N, ...] raw, as in training), INPUT.csv (header), an image or a folder of images")
       ->required();
   add_model_options(*cmd, model);
   cmd->add_option("--out", *out, "CSV to write (default: predictions.csv beside INPUT)");
@@ -30,7 +33,8 @@ void add_predict(CLI::App& app) {
       "Examples:\n"
       "  glassbox predict new.npy --checkpoint runs/quickstart/checkpoints/last.ckpt --out predictions.csv\n"
       "  glassbox predict customers.csv --checkpoint runs/adult/checkpoints/last.ckpt\n"
-      "  glassbox predict images.npy --model runs/cnn/export/model.pt");
+      "  glassbox predict images.npy --model runs/cnn/export/model.pt\n"
+      "  glassbox predict photos/ --checkpoint runs/leaves/checkpoints/best.ckpt   (images: also a file column)");
   cmd->callback([r, model, input, out] {
     r->model = model->to_spec();
     r->input = *input;

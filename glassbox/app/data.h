@@ -1,0 +1,59 @@
+// Data-set workflows behind `glassbox data`: write any data set glassbox reads as an image folder.
+//
+//   WriteImagesRequest r; r.config = "configs/quickstart.toml"; r.out = "/tmp/fmnist-png";
+//   WriteImagesOutcome o = write_images(r);   // /tmp/fmnist-png/train/<class>/00000.png, test/...
+//
+// The splits are written as loaded (validation goes back into train unless keep_val), un-normalised,
+// as 8-bit PNG (or JPEG): mnist and uint8 npy images exactly, float images clamped to [0, 1] and
+// scaled to 0..255. Class folders are the class names with '/' made '_' (sorted, they are the
+// folder's classes when read back). Nothing is written unless the whole folder could be: it is
+// built beside `out` and moved into place; an existing `out` is refused.
+// Thread safety: one call per thread.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace glassbox::app {
+
+struct WriteImagesRequest {
+  std::filesystem::path config;        // a training config (its [data] section is read)
+  std::vector<std::string> overrides;  // --set
+  std::filesystem::path out;
+  std::string image_format = "png";  // png | jpg
+  int jpeg_quality = 95;
+  bool keep_val = false;   // write the validation split as val/ instead of folding it into train/
+  std::int64_t limit = 0;  // > 0: at most this many images per split (the first ones)
+};
+
+struct WriteImagesOutcome {
+  std::filesystem::path out;
+  std::map<std::string, std::int64_t> images;  // per split
+  std::vector<std::string> classes;            // folder names
+};
+
+WriteImagesOutcome write_images(const WriteImagesRequest& request);
+
+// `glassbox data inspect`: what an image folder holds, read file by file (in parallel).
+//
+//   nlohmann::json j = inspect_data({"configs/leaves.toml", {}});
+//
+// Per split: images and images per class; image sizes (min, max, the most common) and stored
+// channel counts; per-channel mean/std of the training images' pixels / 255 (what data.mean/std
+// take); files that do not decode (with why); files with identical bytes in two splits (a leak of
+// test images into training) or twice in one split. Other data formats get the counts and the
+// statistics of their tensors.
+struct InspectRequest {
+  std::filesystem::path config;
+  std::vector<std::string> overrides;
+};
+nlohmann::json inspect_data(const InspectRequest& request);
+// The report as text, a few lines per topic.
+std::string format_inspection(const nlohmann::json& report);
+
+}  // namespace glassbox::app

@@ -1,0 +1,131 @@
+// Image folders through the workflows: written from another data set, trained on with
+// augmentation, evaluated, and predicted from image files after the training data is gone.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "glassbox/app/data.h"
+#include "glassbox/app/evaluate.h"
+#include "glassbox/app/predict.h"
+#include "glassbox/app/run.h"
+#include "glassbox/base/error.h"
+#include "glassbox/base/files.h"
+#include "glassbox/data/npy.h"
+#include "glassbox/testing/testing.h"
+
+namespace glassbox::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+// 240 gray 12x12 uint8 images of three classes: a bright square top-left, bottom-right, or none.
+void write_npy_images(const fs::path& dir) {
+  torch::manual_seed(5);
+  at::Tensor x = (torch::rand({240, 1, 12, 12}) * 60).to(torch::kUInt8);
+  const at::Tensor y = torch::arange(240, torch::kLong) % 3;
+  for (std::int64_t i = 0; i < 240; ++i) {
+    const std::int64_t k = y[i].item<std::int64_t>();
+    if (k == 0) x[i].slice(1, 1, 6).slice(2, 1, 6).fill_(230);
+    if (k == 1) x[i].slice(1, 6, 11).slice(2, 6, 11).fill_(230);
+  }
+  data::write_npy(dir / "x.npy", x);
+  data::write_npy(dir / "y.npy", y);
+}
+
+TEST(ImageWorkflow, WrittenFolderTrainsEvaluatesAndPredictsWithoutItsData) {
+  const fs::path dir = testing::temp_dir("app_images");
+  write_npy_images(dir);
+  write_file_atomic(dir / "npy.toml",
+                    "[data]\nformat = \"npy\"\nroot = \"" + dir.string() +
+                        "\"\ntrain_x = \"x.npy\"\ntrain_y = \"y.npy\"\ntest_x = \"x.npy\"\ntest_y = \"y.npy\"\n"
+                        "class_names = [\"top\", \"bottom\", \"none\"]\n");
+  WriteImagesRequest w;
+  w.config = dir / "npy.toml";
+  w.out = dir / "png";
+  const WriteImagesOutcome wo = write_images(w);
+  EXPECT_EQ(wo.images.at("train"), 240);
+  EXPECT_EQ(wo.images.at("test"), 240);
+  EXPECT_TRUE(fs::exists(dir / "png" / "train" / "top" / "00000.png"));
+  EXPECT_TRUE(fs::exists(dir / "png" / "test" / "bottom" / "00001.png"));
+  EXPECT_THROW(write_images(w), Error);  // the folder exists now: refused, nothing touched
+
+  // Train a small CNN on the folder, with a flip in training and the folder's own split folders.
+  const std::vector<std::string> common = {"data.format=\"imagefolder\"",
+                                           "data.root=\"" + (dir / "png").string() + "\"",
+                                           "data.val_size=30",
+                                           "model.name=\"cnn\"",
+                                           "model.cnn.channels=[8]",
+                                           "model.cnn.hidden=16",
+                                           "trainer.max_epochs=4",
+                                           "data.loader.batch_size=16",
+                                           "optim.lr=0.01"};
+  TrainRequest t;
+  t.overrides = common;
+  t.overrides.push_back("data.train_transforms=[{name = \"HorizontalFlip\", p = 0.5}]");
+  t.run_dir = dir / "run";
+  t.quiet = true;
+  t.diagnostics = false;
+  t.handle_interrupts = false;
+  const nlohmann::json summary = run_training(t, std::cout);
+  EXPECT_EQ(summary["class_names"], nlohmann::json::array({"bottom", "none", "top"}));  // sorted folder names
+  const fs::path ck = dir / "run" / "checkpoints" / "last.ckpt";
+  // The stored config keeps the pipeline, every parameter written out.
+  const std::string stored = read_file(dir / "run" / "config.toml");
+  EXPECT_NE(stored.find("HorizontalFlip"), std::string::npos) << stored;
+
+  EvalOptions e;
+  e.checkpoint = ck;
+  e.write = false;
+  const nlohmann::json m = evaluate_checkpoint(e);
+  EXPECT_GT(m["accuracy"].get<double>(), 0.6);  // chance is 1/3
+
+  // Predict from the image files after the training folder is moved away.
+  fs::rename(dir / "png", dir / "moved");
+  PredictRequest p;
+  p.model.checkpoint = ck;
+  p.input = dir / "moved" / "test";
+  p.out = dir / "pred.csv";
+  const PredictOutcome po = run_predict(p);
+  EXPECT_EQ(po.samples, 240);
+  const std::string csv = read_file(dir / "pred.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "index,file,predicted,predicted_name,p_bottom,p_none,p_top");
+  // Files in torchvision order: bottom/ first; most predicted as their folder's class.
+  EXPECT_NE(csv.find("/moved/test/bottom/00001.png\",0,bottom,"), std::string::npos) << csv.substr(0, 400);
+  EXPECT_GT(po.counts[0], 50);
+  EXPECT_GT(po.counts[2], 50);
+}
+
+TEST(ImageWorkflow, InspectionFindsLeaksCorruptFilesAndStatistics) {
+  const fs::path dir = testing::temp_dir("app_inspect");
+  write_npy_images(dir);
+  write_file_atomic(dir / "npy.toml", "[data]\nformat = \"npy\"\nroot = \"" + dir.string() +
+                                          "\"\ntrain_x = \"x.npy\"\ntrain_y = \"y.npy\"\ntest_x = \"x.npy\"\n"
+                                          "test_y = \"y.npy\"\n");
+  WriteImagesRequest w;
+  w.config = dir / "npy.toml";
+  w.out = dir / "png";
+  w.limit = 30;
+  write_images(w);
+  // The test split holds the same images as training (the npy config reads x.npy for both), plus
+  // a cut file.
+  write_file_atomic(dir / "png" / "test" / "0" / "bad.png", "\x89PNG\r\n\x1a\nxx");
+  write_file_atomic(dir / "folder.toml",
+                    "[data]\nformat = \"imagefolder\"\nroot = \"" + (dir / "png").string() + "\"\nval_size = 0\n");
+  const nlohmann::json j = inspect_data({dir / "folder.toml", {}});
+  EXPECT_EQ(j["splits"]["train"]["images"], 30);
+  EXPECT_EQ(j["splits"]["test"]["images"], 31);
+  EXPECT_EQ(j["splits"]["train"]["per_class"], nlohmann::json::array({10, 10, 10}));
+  ASSERT_EQ(j["corrupt"].size(), 1u);
+  EXPECT_NE(j["corrupt"][0]["error"].get<std::string>().find("bad.png: corrupt or truncated PNG"), std::string::npos);
+  EXPECT_EQ(j["identical_across_splits"].size(), 30u);  // each training image is also a test image
+  EXPECT_EQ(j["sizes_hxw"]["most_common"][0]["size"], "12x12");
+  // The mean of the training pixels / 255, as numpy computes it from the array.
+  const at::Tensor x = data::read_npy(dir / "x.npy").slice(0, 0, 30).to(torch::kDouble) / 255.0;
+  EXPECT_NEAR(j["train_mean"][0].get<double>(), x.mean().item<double>(), 1e-9);
+  EXPECT_NEAR(j["train_std"][0].get<double>(), x.std(/*unbiased=*/false).item<double>(), 1e-9);
+  const std::string text = format_inspection(j);
+  EXPECT_NE(text.find("identical files in two splits: 30 group(s)"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace glassbox::app

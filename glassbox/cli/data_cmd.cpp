@@ -1,0 +1,68 @@
+// glassbox data inspect | write-images: flags -> app::inspect_data / app::write_images -> print.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "glassbox/app/data.h"
+#include "glassbox/cli/commands.h"
+
+namespace glassbox::cli {
+
+void add_data(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("data", "Look at a data set, or write it as an image folder");
+  cmd->require_subcommand(1);
+
+  auto ir = std::make_shared<app::InspectRequest>();
+  auto iconfig = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  CLI::App* inspect = cmd->add_subcommand(
+      "inspect", "Class counts, image sizes and channels, mean/std, files that do not decode, identical files");
+  inspect->add_option("config", *iconfig, "training config whose [data] section is read")->required();
+  inspect->add_option("--set", ir->overrides, "override a key of the config (repeatable)");
+  inspect->add_flag("--json", *json, "print the report as JSON");
+  inspect->footer(
+      "Reads every file once (in parallel). The training mean/std are what data.mean / data.std take.\n"
+      "Examples:\n"
+      "  glassbox data inspect configs/cnn.toml\n"
+      "  glassbox data inspect my.toml --set data.root=/data/parts --json");
+  inspect->callback([ir, iconfig, json] {
+    ir->config = *iconfig;
+    const nlohmann::json j = app::inspect_data(*ir);
+    std::cout << (*json ? j.dump(2) + "\n" : app::format_inspection(j));
+  });
+
+  auto r = std::make_shared<app::WriteImagesRequest>();
+  auto config = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  CLI::App* write = cmd->add_subcommand("write-images", "Write the images of a config's data set as an image folder");
+  write->add_option("config", *config, "training config whose [data] section is read")->required();
+  write->add_option("--out", *out, "the folder to create (must not exist)")->required();
+  write->add_option("--set", r->overrides, "override a key of the config (repeatable)");
+  write->add_option("--format", r->image_format, "png | jpg")
+      ->check(CLI::IsMember({"png", "jpg"}))
+      ->capture_default_str();
+  write->add_option("--jpeg-quality", r->jpeg_quality, "JPEG quality 1-100")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  write->add_option("--limit", r->limit, "at most N images per split, the first ones (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  write->add_flag("--keep-val", r->keep_val, "write the validation split as val/ (default: it stays in train/)");
+  write->footer(
+      "Writes OUT/train/<class>/NNNNN.png and OUT/test/<class>/..., readable with data.format = \"imagefolder\".\n"
+      "Examples:\n"
+      "  glassbox data write-images configs/quickstart.toml --out /tmp/fashion-png\n"
+      "  glassbox data write-images configs/cnn.toml --out /tmp/fashion-jpg --format jpg");
+  write->callback([r, config, out] {
+    r->config = *config;
+    r->out = *out;
+    const app::WriteImagesOutcome o = app::write_images(*r);
+    std::string counts;
+    for (const auto& [split, n] : o.images) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", split, n);
+    std::cout << fmt::format("wrote {} ({} classes) -> {}\n", counts, o.classes.size(), o.out.string());
+  });
+}
+
+}  // namespace glassbox::cli
