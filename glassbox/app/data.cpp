@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
@@ -19,6 +20,7 @@
 #include "glassbox/base/progress.h"
 #include "glassbox/data/image.h"
 #include "glassbox/data/image_folder.h"
+#include "glassbox/data/loader.h"
 #include "glassbox/data/source.h"
 #include "glassbox/train/run_config.h"
 
@@ -294,6 +296,65 @@ nlohmann::json inspect_tensors(const data::Splits& s, const data::DataOptions& d
 }
 
 }  // namespace
+
+PreviewOutcome preview_augmentation(const PreviewRequest& r) {
+  GB_CHECK(r.samples >= 1 && r.variants >= 1, InvalidArgument,
+           "--samples and --variants must be >= 1, got " << r.samples << " and " << r.variants, "use e.g. 8 and 6");
+  GB_CHECK(!r.out.empty(), InvalidArgument, "no output file given", "pass --out grid.png");
+  train::RunConfig cfg = train::load_run_config(r.config, r.overrides);
+  data::DataOptions d = cfg.data.source;
+  GB_CHECK(d.format == data::DataFormat::kImageFolder, InvalidArgument,
+           "data preview shows image pipelines; " << r.config.string() << " reads " << name_of(d.format) << " data",
+           "set data.format = \"imagefolder\" and the transforms in [[data.train_transforms]]");
+  const auto viewable = [](std::vector<data::TransformSpec> specs) {
+    if (!specs.empty() && specs.back().name == "Normalize") specs.pop_back();
+    return specs;
+  };
+  d.normalize = false;
+  d.train_transforms = viewable(d.train_transforms);
+  d.eval_transforms = viewable(d.eval_transforms);
+  const data::Splits s = data::load_splits(d);
+  const auto& train = dynamic_cast<const data::ImageDataset&>(*s.train);
+  const data::Pipeline eval = data::make_pipeline(d.eval_transforms, "data.eval_transforms");
+  const data::Pipeline aug = data::make_pipeline(d.train_transforms, "data.train_transforms");
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(static_cast<std::uint64_t>(r.seed));
+  const at::Tensor order = at::randperm(train.size(), gen, at::kLong);
+  // The trainer's rule: data.loader.seed, or trainer.seed when it is 0.
+  const std::int64_t loader_seed = cfg.data.loader.seed != 0 ? cfg.data.loader.seed : cfg.trainer.seed;
+  const std::int64_t rows = std::min(r.samples, train.size());
+  const std::int64_t cols = 1 + r.variants;
+  std::vector<cv::Mat> cells;
+  int cell_h = 0, cell_w = 0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::int64_t k = order[i].item<std::int64_t>();
+    const fs::path& file = train.files()[static_cast<std::size_t>(k)];
+    const cv::Mat image = data::read_image(file, static_cast<int>(train.options().channels));
+    for (std::int64_t c = 0; c < cols; ++c) {
+      data::Sample smp{image.clone(), {}};
+      data::AugmentRng rng(data::sample_seed(data::epoch_seed(loader_seed, c - 1), k));
+      (c == 0 ? eval : aug).run(smp, rng);
+      cv::Mat rgb;
+      if (smp.image.channels() == 1)
+        cv::cvtColor(smp.image, rgb, cv::COLOR_GRAY2RGB);
+      else
+        rgb = smp.image;
+      cell_h = std::max(cell_h, rgb.rows);
+      cell_w = std::max(cell_w, rgb.cols);
+      cells.push_back(rgb);
+    }
+  }
+  constexpr int kGap = 4;
+  cv::Mat grid(static_cast<int>(rows) * (cell_h + kGap) + kGap, static_cast<int>(cols) * (cell_w + kGap) + kGap,
+               CV_8UC3, cv::Scalar(255, 255, 255));
+  for (std::size_t n = 0; n < cells.size(); ++n) {
+    const int row = static_cast<int>(n / static_cast<std::size_t>(cols));
+    const int col = static_cast<int>(n % static_cast<std::size_t>(cols));
+    const cv::Mat& c = cells[n];
+    c.copyTo(grid(cv::Rect(kGap + col * (cell_w + kGap), kGap + row * (cell_h + kGap), c.cols, c.rows)));
+  }
+  write_file_atomic(r.out, data::encode_png(grid));
+  return {r.out, rows, cols, grid.cols, grid.rows};
+}
 
 nlohmann::json inspect_data(const InspectRequest& r) {
   train::RunConfig cfg = train::load_run_config(r.config, r.overrides);

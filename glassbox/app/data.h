@@ -39,6 +39,24 @@ struct WriteImagesOutcome {
 
 WriteImagesOutcome write_images(const WriteImagesRequest& request);
 
+// `glassbox data preview`: what the training pipeline makes of a few images, as one PNG grid.
+// Each row is one training image: first as the eval pipeline shows it, then `variants` draws of
+// the training pipeline (the draws of epochs 0, 1, ...; a final Normalize is left out so the
+// pixels stay viewable). Cells are padded to the largest one; gray images are drawn as gray.
+struct PreviewRequest {
+  std::filesystem::path config;
+  std::vector<std::string> overrides;
+  std::filesystem::path out;  // the PNG to write
+  std::int64_t samples = 8;   // rows: the first training images of a seeded shuffle
+  std::int64_t variants = 6;  // augmented columns per row
+  std::int64_t seed = 0;
+};
+struct PreviewOutcome {
+  std::filesystem::path out;
+  std::int64_t rows = 0, columns = 0, width = 0, height = 0;
+};
+PreviewOutcome preview_augmentation(const PreviewRequest& request);
+
 // `glassbox data inspect`: what an image folder holds, read file by file (in parallel).
 //
 //   nlohmann::json j = inspect_data({"configs/leaves.toml", {}});

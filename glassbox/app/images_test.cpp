@@ -79,6 +79,20 @@ TEST(ImageWorkflow, WrittenFolderTrainsEvaluatesAndPredictsWithoutItsData) {
   const nlohmann::json m = evaluate_checkpoint(e);
   EXPECT_GT(m["accuracy"].get<double>(), 0.6);  // chance is 1/3
 
+  // The augmentation preview: rows of the eval view and flipped draws.
+  PreviewRequest pv;
+  pv.config = dir / "folder.toml";
+  write_file_atomic(pv.config, "[data]\nformat = \"imagefolder\"\nroot = \"" + (dir / "png").string() +
+                                   "\"\n[[data.train_transforms]]\nname = \"HorizontalFlip\"\n");
+  pv.out = dir / "grid.png";
+  pv.samples = 3;
+  pv.variants = 4;
+  const PreviewOutcome po0 = preview_augmentation(pv);
+  EXPECT_EQ(po0.rows, 3);
+  EXPECT_EQ(po0.columns, 5);
+  EXPECT_EQ(po0.width, 5 * (12 + 4) + 4);
+  EXPECT_TRUE(fs::exists(dir / "grid.png"));
+
   // Predict from the image files after the training folder is moved away.
   fs::rename(dir / "png", dir / "moved");
   PredictRequest p;

@@ -1,4 +1,4 @@
-// glassbox data inspect | write-images: flags -> app::inspect_data / app::write_images -> print.
+// glassbox data inspect | preview | write-images: flags -> one app:: call -> print.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -31,6 +31,33 @@ void add_data(CLI::App& app) {
     ir->config = *iconfig;
     const nlohmann::json j = app::inspect_data(*ir);
     std::cout << (*json ? j.dump(2) + "\n" : app::format_inspection(j));
+  });
+
+  auto pr = std::make_shared<app::PreviewRequest>();
+  auto pconfig = std::make_shared<std::string>();
+  auto pout = std::make_shared<std::string>();
+  CLI::App* preview =
+      cmd->add_subcommand("preview", "Augmented training images in a grid (PNG): each row one image, eval view first");
+  preview->add_option("config", *pconfig, "training config (format = \"imagefolder\")")->required();
+  preview->add_option("--out", *pout, "PNG file to write")->required();
+  preview->add_option("--set", pr->overrides, "override a key of the config (repeatable)");
+  preview->add_option("--samples", pr->samples, "rows: training images shown")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  preview->add_option("--variants", pr->variants, "augmented draws per image")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  preview->add_option("--seed", pr->seed, "which training images are picked")->capture_default_str();
+  preview->footer(
+      "The draws are those of epochs 0, 1, ... of a training run with the config's data.loader.seed.\n"
+      "Example:\n"
+      "  glassbox data preview configs/leaves.toml --out grid.png --samples 4 --variants 8");
+  preview->callback([pr, pconfig, pout] {
+    pr->config = *pconfig;
+    pr->out = *pout;
+    const app::PreviewOutcome o = app::preview_augmentation(*pr);
+    std::cout << fmt::format("{} images x {} views ({}x{} pixels) -> {}\n", o.rows, o.columns, o.width, o.height,
+                             o.out.string());
   });
 
   auto r = std::make_shared<app::WriteImagesRequest>();
