@@ -9,10 +9,12 @@
 #include <iostream>
 #include <vector>
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "bench/source_dir.h"
 #include "glassbox/base/error.h"
+#include "glassbox/base/progress.h"
 #include "glassbox/inspect/diagnostics.h"
 #include "glassbox/nn/registry.h"
 #include "glassbox/train/trainer.h"
@@ -158,12 +160,23 @@ nlohmann::json run_train_bench(const TrainBenchOptions& in) {
   torch::set_num_threads(static_cast<int>(o.threads));
   SyntheticData data(o.batch_size);
   double trainer = 0, raw = 0, python = 0, lightning = 0, probed = 0;
+  // Progress on stderr: a full run takes minutes (stdout keeps the report or the JSON).
+  ProgressBar bar(std::cerr, true, 0.0);
+  bar.set_unit("measurements");
+  const std::int64_t total = o.repeats * (o.skip_python ? 2 : 4) + 2 * o.probe_pairs;
+  std::int64_t done = 0;
+  bar.start("bench train", total);
+  const auto step = [&](const char* what) { bar.update(done++, what, 0.0); };
   for (std::int64_t r = 0; r < o.repeats; ++r) {
     // Interleaved so that machine noise hits every measurement alike.
+    step("raw LibTorch");
     raw = std::max(raw, measure_raw(o, data));
+    step("trainer");
     trainer = std::max(trainer, measure_trainer(o, data));
     if (!o.skip_python) {
+      step("python loop");
       python = std::max(python, measure_python(o, "python_loop.py"));
+      step("lightning");
       lightning = std::max(lightning, measure_python(o, "lightning_loop.py"));
     }
   }
@@ -174,6 +187,8 @@ nlohmann::json run_train_bench(const TrainBenchOptions& in) {
   std::vector<double> ratios;
   for (std::int64_t r = 0; r < o.probe_pairs; ++r) {
     double plain = 0, with = 0;
+    step("trainer with and without probes");
+    ++done;
     if (r % 2 == 0) {
       plain = measure_trainer(o, data);
       with = measure_trainer(o, data, /*probes=*/true);
@@ -185,6 +200,7 @@ nlohmann::json run_train_bench(const TrainBenchOptions& in) {
     probed = std::max(probed, with);
     ratios.push_back(with / plain);
   }
+  bar.finish(fmt::format("{} measurements", total));
   std::vector<double> sorted = ratios;
   std::sort(sorted.begin(), sorted.end());
   const std::size_t n = sorted.size();

@@ -1,9 +1,10 @@
-// glassbox bench train | serve
+// glassbox bench train | serve | data
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "bench/data_bench.h"
 #include "bench/serve_bench.h"
 #include "bench/train_bench.h"
 #include "glassbox/app/quickstart.h"
@@ -108,6 +109,39 @@ void add_bench_serve(CLI::App& bench) {
   });
 }
 
+void add_bench_data(CLI::App& bench) {
+  auto o = std::make_shared<bench::DataBenchOptions>();
+  auto json = std::make_shared<bool>(false);
+  CLI::App* data = bench.add_subcommand(
+      "data", "Image pipeline images/s vs albumentations, torchvision and torch.utils.data.DataLoader");
+  data->add_option("--window", o->window, "seconds per measured window")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  data->add_option("--repeats", o->repeats, "best of N windows")->capture_default_str()->check(CLI::PositiveNumber);
+  data->add_option("--images", o->images, "JPEG files the loaders read (at least 64)")
+      ->capture_default_str()
+      ->check(CLI::Range(64, 100000));
+  data->add_option("--workers", o->workers, "loader worker counts")->delimiter(',')->capture_default_str();
+  data->add_option("--transforms", o->transforms, "transforms to bench (default: all)")->delimiter(',');
+  data->add_flag("--skip-transforms", o->skip_transforms, "measure the loaders only");
+  data->add_flag("--skip-loaders", o->skip_loaders, "measure the transforms only");
+  data->add_flag("--skip-python", o->skip_python, "measure glassbox only");
+  data->add_flag("--json", *json, "print one JSON object (progress goes to stderr)");
+  data->footer(
+      "Examples:\n"
+      "  glassbox bench data --json                 # every transform and both loaders, about 6 minutes\n"
+      "  glassbox bench data --transforms HorizontalFlip,Rotate --skip-loaders --window 0.3");
+  data->callback([o, json] {
+    o->log = &std::cerr;
+    const nlohmann::json r = bench::run_data_bench(*o);
+    if (*json) {
+      std::cout << r.dump(2) << "\n";
+    } else {
+      bench::print_data_bench(r, std::cout);
+    }
+  });
+}
+
 }  // namespace
 
 void add_bench(CLI::App& app) {
@@ -145,6 +179,7 @@ void add_bench(CLI::App& app) {
     }
   });
   add_bench_serve(*cmd);
+  add_bench_data(*cmd);
 }
 
 }  // namespace glassbox::cli
