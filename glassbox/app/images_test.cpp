@@ -1,5 +1,7 @@
 // Image folders through the workflows: written from another data set, trained on with
 // augmentation, evaluated, and predicted from image files after the training data is gone.
+#include <csignal>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -10,8 +12,12 @@
 #include "glassbox/app/run.h"
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
+#include "glassbox/base/interrupt.h"
+#include "glassbox/core/safetensors.h"
 #include "glassbox/data/npy.h"
 #include "glassbox/testing/testing.h"
+#include "glassbox/train/callback.h"
+#include "glassbox/train/trainer.h"
 
 namespace glassbox::app {
 namespace {
@@ -139,6 +145,81 @@ TEST(ImageWorkflow, InspectionFindsLeaksCorruptFilesAndStatistics) {
   EXPECT_NEAR(j["train_std"][0].get<double>(), x.std(/*unbiased=*/false).item<double>(), 1e-9);
   const std::string text = format_inspection(j);
   EXPECT_NE(text.find("identical files in two splits: 30 group(s)"), std::string::npos) << text;
+}
+
+class InterruptAtStep final : public train::Callback {
+ public:
+  explicit InterruptAtStep(std::int64_t step) : step_(step) {}
+  std::string name() const override { return "InterruptAtStep"; }
+  void on_train_batch_end(train::Trainer& t, const train::StepOutput&, const data::Batch&) override {
+    if (t.global_step() == step_) request_interrupt(SIGINT);
+  }
+
+ private:
+  std::int64_t step_;
+};
+
+at::Tensor weight_of(const fs::path& ckpt, const std::string& name) {
+  const SafetensorsFile f = load_safetensors(ckpt / "model.safetensors");
+  const at::Tensor* t = f.find(name);
+  EXPECT_NE(t, nullptr) << name;
+  return t == nullptr ? torch::zeros({1}) : t->clone();
+}
+
+// Augmentation draws come from (seed, epoch, sample index): a run interrupted mid-epoch and
+// resumed (with loader workers) ends with the weights of the run that was never interrupted.
+TEST(ImageWorkflow, AugmentedRunInterruptedMidEpochResumesBitIdentically) {
+  const fs::path dir = testing::temp_dir("app_images_resume");
+  write_npy_images(dir);
+  write_file_atomic(dir / "npy.toml", "[data]\nformat = \"npy\"\nroot = \"" + dir.string() +
+                                          "\"\ntrain_x = \"x.npy\"\ntrain_y = \"y.npy\"\ntest_x = \"x.npy\"\n"
+                                          "test_y = \"y.npy\"\n");
+  WriteImagesRequest w;
+  w.config = dir / "npy.toml";
+  w.out = dir / "png";
+  w.limit = 96;
+  write_images(w);
+  const std::vector<std::string> config = {
+      "data.format=\"imagefolder\"",
+      "data.root=\"" + (dir / "png").string() + "\"",
+      "data.val_size=0",
+      "data.loader.num_workers=2",
+      "data.train_transforms=[{name = \"RandomCrop\", height = 10, width = 10}, {name = \"HorizontalFlip\"}, "
+      "{name = \"RandomBrightnessContrast\", p = 0.8}]",
+      "data.eval_transforms=[{name = \"CenterCrop\", height = 10, width = 10}]",
+      "model.name=\"cnn\"",
+      "model.cnn.channels=[4]",
+      "model.cnn.hidden=8",
+      "model.cnn.dropout=0.2",
+      "trainer.max_epochs=3",
+      "data.loader.batch_size=16"};
+  const auto request = [&](const fs::path& run) {
+    TrainRequest t;
+    t.overrides = config;
+    t.run_dir = run;
+    t.quiet = true;
+    t.diagnostics = false;
+    t.handle_interrupts = false;
+    return t;
+  };
+  run_training(request(dir / "whole"), std::cout);
+  TrainRequest cut = request(dir / "cut");
+  cut.configure = [](train::Trainer& t, train::TaskModule&, const fs::path&, std::ostream&) {
+    t.add_callback(std::make_unique<InterruptAtStep>(9));  // epoch 1, batch 3 (6 batches per epoch)
+  };
+  EXPECT_EQ(run_training(cut, std::cout)["stop"], "interrupted");
+  clear_interrupt();
+  TrainRequest again;
+  again.resume = dir / "cut" / "checkpoints" / "last.ckpt";
+  again.quiet = true;
+  again.diagnostics = false;
+  again.handle_interrupts = false;
+  EXPECT_EQ(run_training(again, std::cout)["global_step"], 18);
+  for (const char* name : {"classifier.out.weight", "classifier.fc.weight"}) {
+    const at::Tensor a = weight_of(dir / "whole" / "checkpoints" / "last.ckpt", name);
+    const at::Tensor b = weight_of(dir / "cut" / "checkpoints" / "last.ckpt", name);
+    EXPECT_TRUE(torch::equal(a, b)) << name << ": max difference " << (a - b).abs().max().item<double>();
+  }
 }
 
 }  // namespace
