@@ -38,6 +38,20 @@ void write_npy_images(const fs::path& dir) {
   data::write_npy(dir / "y.npy", y);
 }
 
+// The first `limit` images of each split of write_npy_images' set as dir/png (train/ and a test/
+// holding the same images).
+void write_png_folder(const fs::path& dir, std::int64_t limit) {
+  write_npy_images(dir);
+  write_file_atomic(dir / "npy.toml", "[data]\nformat = \"npy\"\nroot = \"" + dir.string() +
+                                          "\"\ntrain_x = \"x.npy\"\ntrain_y = \"y.npy\"\ntest_x = \"x.npy\"\n"
+                                          "test_y = \"y.npy\"\n");
+  WriteImagesRequest w;
+  w.config = dir / "npy.toml";
+  w.out = dir / "png";
+  w.limit = limit;
+  write_images(w);
+}
+
 TEST(ImageWorkflow, WrittenFolderTrainsEvaluatesAndPredictsWithoutItsData) {
   const fs::path dir = testing::temp_dir("app_images");
   write_npy_images(dir);
@@ -117,15 +131,7 @@ TEST(ImageWorkflow, WrittenFolderTrainsEvaluatesAndPredictsWithoutItsData) {
 
 TEST(ImageWorkflow, InspectionFindsLeaksCorruptFilesAndStatistics) {
   const fs::path dir = testing::temp_dir("app_inspect");
-  write_npy_images(dir);
-  write_file_atomic(dir / "npy.toml", "[data]\nformat = \"npy\"\nroot = \"" + dir.string() +
-                                          "\"\ntrain_x = \"x.npy\"\ntrain_y = \"y.npy\"\ntest_x = \"x.npy\"\n"
-                                          "test_y = \"y.npy\"\n");
-  WriteImagesRequest w;
-  w.config = dir / "npy.toml";
-  w.out = dir / "png";
-  w.limit = 30;
-  write_images(w);
+  write_png_folder(dir, 30);
   // The test split holds the same images as training (the npy config reads x.npy for both), plus
   // a cut file.
   write_file_atomic(dir / "png" / "test" / "0" / "bad.png", "\x89PNG\r\n\x1a\nxx");
@@ -170,15 +176,7 @@ at::Tensor weight_of(const fs::path& ckpt, const std::string& name) {
 // resumed (with loader workers) ends with the weights of the run that was never interrupted.
 TEST(ImageWorkflow, AugmentedRunInterruptedMidEpochResumesBitIdentically) {
   const fs::path dir = testing::temp_dir("app_images_resume");
-  write_npy_images(dir);
-  write_file_atomic(dir / "npy.toml", "[data]\nformat = \"npy\"\nroot = \"" + dir.string() +
-                                          "\"\ntrain_x = \"x.npy\"\ntrain_y = \"y.npy\"\ntest_x = \"x.npy\"\n"
-                                          "test_y = \"y.npy\"\n");
-  WriteImagesRequest w;
-  w.config = dir / "npy.toml";
-  w.out = dir / "png";
-  w.limit = 96;
-  write_images(w);
+  write_png_folder(dir, 96);
   const std::vector<std::string> config = {
       "data.format=\"imagefolder\"",
       "data.root=\"" + (dir / "png").string() + "\"",

@@ -72,6 +72,29 @@ double AugmentRng::normal() {
   return r * std::cos(2 * M_PI * v);
 }
 
+double numpy_sum(const double* a, std::size_t n) {
+  // Blocks of up to 128 summed in 8 interleaved accumulators, larger ranges split in halves (a
+  // multiple of 8), as numpy's pairwise_sum.
+  if (n < 8) {
+    double r = 0;
+    for (std::size_t i = 0; i < n; ++i) r += a[i];
+    return r;
+  }
+  if (n <= 128) {
+    double r[8];
+    for (int j = 0; j < 8; ++j) r[j] = a[j];
+    std::size_t i = 8;
+    for (; i < n - n % 8; i += 8)
+      for (int j = 0; j < 8; ++j) r[j] += a[i + j];
+    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) res += a[i];
+    return res;
+  }
+  std::size_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return numpy_sum(a, n2) + numpy_sum(a + n2, n - n2);
+}
+
 std::uint64_t sample_seed(std::uint64_t epoch_seed, std::int64_t index) {
   return splitmix64(epoch_seed ^ splitmix64(static_cast<std::uint64_t>(index) + 0x5851F42D4C957F2DULL));
 }

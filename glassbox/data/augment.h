@@ -52,6 +52,10 @@ class AugmentRng {
   bool has_spare_ = false;
 };
 
+// numpy's pairwise summation of float64 (np.sum): the transforms normalise kernels and grids with
+// it so that their sums round as albumentations' do.
+double numpy_sum(const double* a, std::size_t n);
+
 // The seed of sample `index`'s draws in an epoch whose loader seed is `epoch_seed`.
 std::uint64_t sample_seed(std::uint64_t epoch_seed, std::int64_t index);
 

@@ -70,28 +70,6 @@ cv::Mat per_chunk(const cv::Mat& img, const std::vector<double>& fill, Fn fn) {
   return out;
 }
 
-// numpy's pairwise summation of float64 (np.sum), so the normalised grid steps match bit for bit.
-double numpy_sum(const double* a, std::size_t n) {
-  if (n < 8) {
-    double res = 0.;
-    for (std::size_t i = 0; i < n; ++i) res += a[i];
-    return res;
-  }
-  if (n <= 128) {
-    double r[8];
-    for (int j = 0; j < 8; ++j) r[j] = a[j];
-    std::size_t i = 8;
-    for (; i < n - (n % 8); i += 8)
-      for (int j = 0; j < 8; ++j) r[j] += a[i + static_cast<std::size_t>(j)];
-    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-    for (; i < n; ++i) res += a[i];
-    return res;
-  }
-  std::size_t n2 = n / 2;
-  n2 -= n2 % 8;
-  return numpy_sum(a, n2) + numpy_sum(a + n2, n - n2);
-}
-
 // np.linspace(start, stop, count) written into out[0..count) as float32.
 void linspace_into(float* out, int count, double start, double stop) {
   if (count <= 0) return;

@@ -53,28 +53,6 @@ double py_mod(double a, double b) {
   return m;
 }
 
-// numpy's pairwise summation of float64 (np.sum), so that kernel normalisations round alike.
-double numpy_sum(const double* a, std::size_t n) {
-  if (n < 8) {
-    double r = 0;
-    for (std::size_t i = 0; i < n; ++i) r += a[i];
-    return r;
-  }
-  if (n <= 128) {
-    double r[8];
-    for (int j = 0; j < 8; ++j) r[j] = a[j];
-    std::size_t i = 8;
-    for (; i < n - n % 8; i += 8)
-      for (int j = 0; j < 8; ++j) r[j] += a[i + j];
-    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-    for (; i < n; ++i) res += a[i];
-    return res;
-  }
-  std::size_t n2 = n / 2;
-  n2 -= n2 % 8;
-  return numpy_sum(a, n2) + numpy_sum(a + n2, n - n2);
-}
-
 // Mean over every pixel and channel of an 8-bit image (exact: integer sum / count, like numpy).
 double mean_u8(const cv::Mat& img) {
   const cv::Scalar s = cv::sum(img);
