@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <opencv2/core.hpp>
 
 #include "glassbox/base/error.h"
 #include "glassbox/data/loader.h"
@@ -93,6 +94,20 @@ double numpy_sum(const double* a, std::size_t n) {
   std::size_t n2 = n / 2;
   n2 -= n2 % 8;
   return numpy_sum(a, n2) + numpy_sum(a + n2, n - n2);
+}
+
+int py_int(double x) {
+  const double lim = static_cast<double>(std::numeric_limits<int>::max());
+  return static_cast<int>(std::clamp(std::trunc(x), -lim, lim));
+}
+
+int py_round(double x) { return py_int(std::nearbyint(x)); }  // half to even in the default mode
+
+double mean_u8(const cv::Mat& img) {
+  const cv::Scalar s = cv::sum(img);
+  double total = 0;
+  for (int c = 0; c < img.channels(); ++c) total += s[c];
+  return total / static_cast<double>(img.total() * static_cast<std::size_t>(img.channels()));
 }
 
 std::uint64_t sample_seed(std::uint64_t epoch_seed, std::int64_t index) {

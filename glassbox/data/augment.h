@@ -55,6 +55,11 @@ class AugmentRng {
 // numpy's pairwise summation of float64 (np.sum): the transforms normalise kernels and grids with
 // it so that their sums round as albumentations' do.
 double numpy_sum(const double* a, std::size_t n);
+// Python's int(x) (truncation toward zero, clamped to int) and round(x) (half to even).
+int py_int(double x);
+int py_round(double x);
+// The mean over every pixel and channel of an 8-bit image, exact as numpy's.
+double mean_u8(const cv::Mat& img);
 
 // The seed of sample `index`'s draws in an epoch whose loader seed is `epoch_seed`.
 std::uint64_t sample_seed(std::uint64_t epoch_seed, std::int64_t index);
