@@ -125,7 +125,7 @@ nlohmann::json inspect_images(const data::Splits& s, const data::DataOptions& d)
   std::vector<std::pair<std::string, const data::ImageDataset*>> splits;
   for (const auto& [name, ds] : {std::pair{"train", s.train}, std::pair{"val", s.val}, std::pair{"test", s.test}})
     if (ds) splits.emplace_back(name, dynamic_cast<const data::ImageDataset*>(ds.get()));
-  std::vector<fs::path> files;
+  std::vector<data::ImageRef> files;
   std::vector<FileFacts> facts;
   for (const auto& [name, ds] : splits) {
     const at::Tensor y = ds->all_targets();
@@ -150,16 +150,16 @@ nlohmann::json inspect_images(const data::Splits& s, const data::DataOptions& d)
     for (std::int64_t i = b; i < e; ++i) {
       FileFacts& f = facts[static_cast<std::size_t>(i)];
       try {
-        const std::string bytes = read_file(files[static_cast<std::size_t>(i)]);
+        const std::string bytes = data::read_encoded(files[static_cast<std::size_t>(i)]);
         f.hash = fnv1a(bytes);
-        const cv::Mat stored = data::decode_image(bytes, files[static_cast<std::size_t>(i)].string(), 0);
+        const cv::Mat stored = data::decode_image(bytes, files[static_cast<std::size_t>(i)].name(), 0);
         f.height = stored.rows;
         f.width = stored.cols;
         f.channels = stored.channels();
         if (f.split == "train") {
           cv::Mat img = stored;
           if (static_cast<std::size_t>(img.channels()) != channels)
-            img = data::decode_image(bytes, files[static_cast<std::size_t>(i)].string(), static_cast<int>(channels));
+            img = data::decode_image(bytes, files[static_cast<std::size_t>(i)].name(), static_cast<int>(channels));
           cv::Mat dbl;
           img.convertTo(dbl, CV_64F, 1.0 / 255.0);
           cv::Scalar m, sd;
@@ -189,7 +189,7 @@ nlohmann::json inspect_images(const data::Splits& s, const data::DataOptions& d)
   bar.finish(fmt::format("{} files", files.size()));
 
   nlohmann::json j;
-  j["format"] = "imagefolder";
+  j["format"] = std::string(name_of(d.format));
   j["root"] = d.root;
   j["classes"] = s.class_names;
   j["files"] = files.size();
@@ -209,7 +209,7 @@ nlohmann::json inspect_images(const data::Splits& s, const data::DataOptions& d)
     sp["per_class"][static_cast<std::size_t>(f.label)] =
         sp["per_class"][static_cast<std::size_t>(f.label)].get<std::int64_t>() + 1;
     if (!f.error.empty()) {
-      corrupt.push_back({{"file", files[i].string()}, {"split", f.split}, {"error", f.error}});
+      corrupt.push_back({{"file", files[i].name()}, {"split", f.split}, {"error", f.error}});
       continue;
     }
     sizes[fmt::format("{}x{}", f.height, f.width)] += 1;
@@ -247,15 +247,15 @@ nlohmann::json inspect_images(const data::Splits& s, const data::DataOptions& d)
   nlohmann::json across = nlohmann::json::array(), within = nlohmann::json::array();
   for (const auto& [h, idx] : by_hash) {
     if (idx.size() < 2) continue;
-    const std::string first = read_file(files[idx[0]]);
+    const std::string first = data::read_encoded(files[idx[0]]);
     std::vector<std::size_t> same{idx[0]};
     for (std::size_t k = 1; k < idx.size(); ++k)
-      if (read_file(files[idx[k]]) == first) same.push_back(idx[k]);
+      if (data::read_encoded(files[idx[k]]) == first) same.push_back(idx[k]);
     if (same.size() < 2) continue;
     nlohmann::json group = nlohmann::json::array();
     std::set<std::string> in;
     for (std::size_t i : same) {
-      group.push_back({{"file", files[i].string()}, {"split", facts[i].split}});
+      group.push_back({{"file", files[i].name()}, {"split", facts[i].split}});
       in.insert(facts[i].split);
     }
     (in.size() > 1 ? across : within).push_back(group);
@@ -303,7 +303,7 @@ PreviewOutcome preview_augmentation(const PreviewRequest& r) {
   GB_CHECK(!r.out.empty(), InvalidArgument, "no output file given", "pass --out grid.png");
   train::RunConfig cfg = train::load_run_config(r.config, r.overrides);
   data::DataOptions d = cfg.data.source;
-  GB_CHECK(d.format == data::DataFormat::kImageFolder, InvalidArgument,
+  GB_CHECK(data::is_image_format(d.format), InvalidArgument,
            "data preview shows image pipelines; " << r.config.string() << " reads " << name_of(d.format) << " data",
            "set data.format = \"imagefolder\" and the transforms in [[data.train_transforms]]");
   const auto viewable = [](std::vector<data::TransformSpec> specs) {
@@ -311,7 +311,8 @@ PreviewOutcome preview_augmentation(const PreviewRequest& r) {
     return specs;
   };
   d.normalize = false;
-  d.train_transforms = viewable(d.train_transforms);
+  d.train_transforms = viewable(data::training_transforms(d));  // with the preset's steps
+  d.augment_preset.clear();
   d.eval_transforms = viewable(d.eval_transforms);
   const data::Splits s = data::load_splits(d);
   const auto& train = dynamic_cast<const data::ImageDataset&>(*s.train);
@@ -327,7 +328,7 @@ PreviewOutcome preview_augmentation(const PreviewRequest& r) {
   int cell_h = 0, cell_w = 0;
   for (std::int64_t i = 0; i < rows; ++i) {
     const std::int64_t k = order[i].item<std::int64_t>();
-    const fs::path& file = train.files()[static_cast<std::size_t>(k)];
+    const data::ImageRef& file = train.files()[static_cast<std::size_t>(k)];
     const cv::Mat image = data::read_image(file, static_cast<int>(train.options().channels));
     for (std::int64_t c = 0; c < cols; ++c) {
       data::Sample smp{image.clone(), {}};
@@ -360,8 +361,9 @@ nlohmann::json inspect_data(const InspectRequest& r) {
   train::RunConfig cfg = train::load_run_config(r.config, r.overrides);
   data::DataOptions d = cfg.data.source;
   d.normalize = false;
+  d.check_images = false;  // every file is decoded below, and the bad ones reported
   const data::Splits s = data::load_splits(d);
-  nlohmann::json j = d.format == data::DataFormat::kImageFolder ? inspect_images(s, d) : inspect_tensors(s, d);
+  nlohmann::json j = data::is_image_format(d.format) ? inspect_images(s, d) : inspect_tensors(s, d);
   // The largest and smallest class of the training split.
   const auto& counts = j["splits"]["train"]["per_class"];
   std::int64_t lo = -1, hi = 0;

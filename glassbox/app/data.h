@@ -39,6 +39,39 @@ struct WriteImagesOutcome {
 
 WriteImagesOutcome write_images(const WriteImagesRequest& request);
 
+// `glassbox data pack`: images as WebDataset tar shards.
+//
+//   PackRequest r; r.source = "leaves"; r.out = "shards/train-%06d.tar";
+//   PackOutcome o = pack_shards(r);   // shards/train-000000.tar ..., shards/classes.txt
+//
+// The source is an image folder (any layout data.format = "imagefolder" reads) or a training
+// config (its image folder or shards; --set applies). Each sample is KEY.EXT, the image's bytes
+// as stored (not re-encoded), and KEY.cls, the class index; KEY is the image's path relative to
+// the folder without its extension (dots made '_', so webdataset keeps it whole). Every image is
+// decoded first: one that does not decode stops the pack naming it (data.on_bad_image = "skip"
+// leaves it out, counted). Samples are shuffled with shuffle_seed (-1 keeps the folder's order),
+// so each shard mixes the classes, as a shard shuffle with a small buffer needs. Shards follow
+// webdataset's ShardWriter (maxcount samples or maxsize bytes each); "{split}" in the pattern
+// writes every split to its own shards, otherwise `split` names the one written. classes.txt
+// (one class name per line) goes beside the shards. Nothing is overwritten; shards are written as
+// NAME.partial and renamed when all are complete, so a failed pack leaves nothing behind.
+struct PackRequest {
+  std::filesystem::path source;        // an image folder, or a training config (.toml / .json)
+  std::vector<std::string> overrides;  // --set, for a config
+  std::string out;                     // e.g. "shards/train-%06d.tar" or "shards/{split}-%06d.tar"
+  std::string split = "train";         // train | val | test, when out has no {split}
+  std::int64_t maxcount = 100000;
+  double maxsize = 3e9;
+  std::int64_t shuffle_seed = 42;
+};
+struct PackOutcome {
+  std::map<std::string, std::vector<std::string>> shards;  // per split
+  std::map<std::string, std::int64_t> samples;             // per split
+  std::vector<std::string> classes;
+  std::vector<std::string> skipped;  // images left out, and why
+};
+PackOutcome pack_shards(const PackRequest& request);
+
 // `glassbox data preview`: what the training pipeline makes of a few images, as one PNG grid.
 // Each row is one training image: first as the eval pipeline shows it, then `variants` draws of
 // the training pipeline (the draws of epochs 0, 1, ...; a final Normalize is left out so the

@@ -43,6 +43,29 @@ std::string read_file(const fs::path& path) {
   return ss.str();
 }
 
+std::string read_file_range(const fs::path& path, std::int64_t offset, std::int64_t size, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  GB_CHECK(fd >= 0, NotFound, "cannot open " << path.string() << ": " << std::strerror(errno),
+           "check that it exists and that you may read it");
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  std::int64_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::pread(fd, bytes.data() + got, static_cast<std::size_t>(size - got), offset + got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      GB_THROW(DataLoss,
+               what << " breaks off after " << got << " of " << size << " bytes"
+                    << (n < 0 ? std::string(" (") + std::strerror(err) + ")" : std::string()),
+               "the file changed or was cut short since it was listed: re-copy it");
+    }
+    got += n;
+  }
+  ::close(fd);
+  return bytes;
+}
+
 fs::path temp_sibling(const fs::path& target) {
   fs::path name = target.filename();
   std::string tmp =

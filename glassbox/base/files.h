@@ -21,6 +21,11 @@ namespace fs = std::filesystem;
 // Reads a whole file; NotFound / DataLoss errors name the path.
 std::string read_file(const fs::path& path);
 
+// Reads bytes [offset, offset + size) of a file with positioned reads (safe from many threads at
+// once); `what` names them in errors ("train-000003.tar: 0042.jpg"). DataLoss when the file ends
+// before offset + size.
+std::string read_file_range(const fs::path& path, std::int64_t offset, std::int64_t size, const std::string& what);
+
 // Writes `data` to `path` atomically (temp file + fsync + rename).
 void write_file_atomic(const fs::path& path, std::string_view data);
 

@@ -1,4 +1,4 @@
-// glassbox data inspect | preview | write-images: flags -> one app:: call -> print.
+// glassbox data inspect | preview | write-images | pack: flags -> one app:: call -> print.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -11,7 +11,8 @@
 namespace glassbox::cli {
 
 void add_data(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("data", "Look at a data set, or write it as an image folder");
+  CLI::App* cmd =
+      app.add_subcommand("data", "Look at a data set, or write it as an image folder or as WebDataset tar shards");
   cmd->require_subcommand(1);
 
   auto ir = std::make_shared<app::InspectRequest>();
@@ -89,6 +90,41 @@ void add_data(CLI::App& app) {
     std::string counts;
     for (const auto& [split, n] : o.images) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", split, n);
     std::cout << fmt::format("wrote {} ({} classes) -> {}\n", counts, o.classes.size(), o.out.string());
+  });
+
+  auto k = std::make_shared<app::PackRequest>();
+  auto ksource = std::make_shared<std::string>();
+  CLI::App* pack = cmd->add_subcommand("pack", "Write images as WebDataset tar shards (data.format = \"webdataset\")");
+  pack->add_option("source", *ksource, "an image folder, or a training config whose images are packed")->required();
+  pack->add_option("--out", k->out, "shard names with one %d-style number, e.g. shards/train-%06d.tar")->required();
+  pack->add_option("--split", k->split, "train | val | test: the split written (a plain class folder is all train)")
+      ->check(CLI::IsMember({"train", "val", "test"}))
+      ->capture_default_str();
+  pack->add_option("--maxcount", k->maxcount, "samples per shard at most")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  pack->add_option("--maxsize", k->maxsize, "bytes of image data per shard at most (a shard ends once it reaches it)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  pack->add_option("--shuffle-seed", k->shuffle_seed, "seed of the sample order (-1: keep the folder's order)")
+      ->capture_default_str();
+  pack->add_option("--set", k->overrides, "override a key of the config (repeatable)");
+  pack->footer(
+      "Each sample is KEY.jpg (the image's bytes as stored) and KEY.cls (its class index); classes.txt goes\n"
+      "beside the shards. Put {split} in --out to write every split. Shards are what Python's webdataset\n"
+      "reads, and what data.train_shards takes. Nothing existing is overwritten.\n"
+      "Examples:\n"
+      "  glassbox data pack leaves --out shards/train-%06d.tar --maxcount 1000\n"
+      "  glassbox data pack configs/leaves.toml --out shards/{split}-%06d.tar --maxsize 1e9");
+  pack->callback([k, ksource] {
+    k->source = *ksource;
+    const app::PackOutcome o = app::pack_shards(*k);
+    for (const auto& [split, shards] : o.shards)
+      std::cout << fmt::format("{}: {} samples in {} shard(s): {}{}\n", split, o.samples.at(split), shards.size(),
+                               shards.front(), shards.size() > 1 ? " ... " + shards.back() : "");
+    if (!o.skipped.empty())
+      std::cout << fmt::format("left out {} image(s) that do not decode, first: {}\n", o.skipped.size(),
+                               o.skipped.front());
   });
 }
 

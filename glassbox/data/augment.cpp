@@ -325,6 +325,37 @@ std::vector<std::string> transform_names() {
   return out;
 }
 
+namespace {
+
+TransformSpec step(std::string name, double p, std::map<std::string, std::vector<double>> numbers = {}) {
+  TransformSpec s;
+  s.name = std::move(name);
+  s.p = p;
+  s.numbers = std::move(numbers);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> preset_names() { return {"xray", "production_line", "satellite"}; }
+
+std::vector<TransformSpec> preset_transforms(const std::string& name) {
+  if (name == "xray")
+    return {
+        step("CLAHE", 0.5, {{"clip_limit", {1.0, 2.0}}}), step("Rotate", 0.5, {{"limit", {-15, 15}}}),
+        step("ElasticTransform", 0.2),
+        step("RandomBrightnessContrast", 0.3, {{"brightness_limit", {-0.1, 0.1}}, {"contrast_limit", {-0.1, 0.1}}})};
+  if (name == "production_line")
+    return {step("RandomBrightnessContrast", 0.5, {{"brightness_limit", {-0.1, 0.1}}, {"contrast_limit", {-0.1, 0.1}}}),
+            step("MotionBlur", 0.3)};
+  if (name == "satellite")
+    return {step("RandomRotate90", 0.5), step("HorizontalFlip", 0.5), step("VerticalFlip", 0.5),
+            step("RandomGamma", 0.5, {{"gamma_limit", {80, 120}}}), step("Solarize", 0.1)};
+  const std::vector<std::string> names = preset_names();
+  GB_THROW(InvalidArgument, "data.augment_preset = \"" << name << "\" is not one of: xray, production_line, satellite",
+           "did you mean \"" + closest_match(name, names) + "\"?");
+}
+
 void TransformSpec::visit(FieldVisitor& v) {
   static const std::vector<std::string> names = transform_names();
   static const std::vector<std::string_view> allowed(names.begin(), names.end());

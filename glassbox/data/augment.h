@@ -171,4 +171,14 @@ class Pipeline {
 std::unique_ptr<Transform> make_transform(const TransformSpec& spec, const std::string& where);
 Pipeline make_pipeline(const std::vector<TransformSpec>& specs, const std::string& where);
 
+// Named training augmentations for three kinds of small image data sets (data.augment_preset):
+//   xray:            CLAHE clip [1, 2] (p 0.5), Rotate +-15 deg (p 0.5), ElasticTransform (p 0.2),
+//                    RandomBrightnessContrast +-0.1 (p 0.3)
+//   production_line: RandomBrightnessContrast +-0.1 (p 0.5), MotionBlur (p 0.3)
+//   satellite:       RandomRotate90, HorizontalFlip, VerticalFlip (p 0.5 each), RandomGamma 80-120
+//                    (p 0.5), Solarize (p 0.1)
+// Other parameters are albumentations' defaults. InvalidArgument with did-you-mean for other names.
+std::vector<std::string> preset_names();
+std::vector<TransformSpec> preset_transforms(const std::string& name);
+
 }  // namespace glassbox::data

@@ -6,6 +6,7 @@
 #include <opencv2/core.hpp>
 
 #include "glassbox/base/error.h"
+#include "glassbox/data/image_folder.h"
 
 namespace glassbox::data {
 namespace {
@@ -184,6 +185,39 @@ TEST(Augment, RegistryHasAlbumentationsTransforms) {
   EXPECT_EQ(find_transform("Normalize")->default_p, 1.0);
   EXPECT_EQ(find_transform("RandomRotate90")->default_p, 1.0);
   EXPECT_EQ(find_transform("HorizontalFlip")->default_p, 0.5);
+}
+
+TEST(AugmentPreset, EveryPresetBuildsAndRunsBeforeAFinalNormalize) {
+  for (const std::string& name : preset_names()) {
+    const Pipeline p = make_pipeline(preset_transforms(name), name);
+    EXPECT_FALSE(p.empty()) << name;
+    Sample s{cv::Mat(32, 32, CV_8UC3, cv::Scalar(40, 90, 200)), {}};
+    AugmentRng rng(3);
+    p.run(s, rng);
+    EXPECT_EQ(s.image.type(), CV_8UC3) << name;
+  }
+  EXPECT_EQ(preset_transforms("xray")[0].name, "CLAHE");
+  EXPECT_EQ(preset_transforms("satellite")[3].numbers.at("gamma_limit"), (std::vector<double>{80, 120}));
+  DataOptions o;
+  TransformSpec crop;
+  crop.name = "RandomCrop";
+  TransformSpec norm;
+  norm.name = "Normalize";
+  o.train_transforms = {crop, norm};
+  o.augment_preset = "production_line";
+  const std::vector<TransformSpec> t = training_transforms(o);
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(t[0].name, "RandomCrop");
+  EXPECT_EQ(t[1].name, "RandomBrightnessContrast");
+  EXPECT_EQ(t[2].name, "MotionBlur");
+  EXPECT_EQ(t[3].name, "Normalize");
+  o.augment_preset = "satelite";
+  try {
+    o.validate();
+    ADD_FAILURE() << "an unknown preset was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(e.one_line().find("did you mean \"satellite\"?"), std::string::npos) << e.one_line();
+  }
 }
 
 }  // namespace

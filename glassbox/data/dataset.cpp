@@ -94,6 +94,16 @@ Batch SubsetDataset::get_epoch_batch(const at::Tensor& indices, std::uint64_t ep
   return b;
 }
 
+at::Tensor SubsetDataset::shuffled_order(std::uint64_t epoch_seed) const {
+  const at::Tensor base_order = base_->shuffled_order(epoch_seed);
+  if (!base_order.defined()) return {};
+  // position_of[base index] = position in the subset, or -1 when the subset leaves it out.
+  at::Tensor position_of = at::full({base_->size()}, -1, at::kLong);
+  position_of.index_put_({indices_}, at::arange(size(), at::kLong));
+  const at::Tensor mapped = position_of.index_select(0, base_order);
+  return mapped.masked_select(mapped.ge(0));
+}
+
 at::Tensor SubsetDataset::all_targets() const {
   at::Tensor t = base_->all_targets();
   if (!t.defined()) return t;

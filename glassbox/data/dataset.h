@@ -20,9 +20,13 @@
 namespace glassbox::data {
 
 struct Batch {
-  at::Tensor inputs;             // [B, ...] float32 (or the dataset's dtype)
-  at::Tensor targets;            // [B] int64 class labels (or [B, ...] for other tasks)
-  at::Tensor indices;            // [B] int64 sample indices in the dataset the loader reads
+  at::Tensor inputs;   // [B, ...] float32 (or the dataset's dtype)
+  at::Tensor targets;  // [B] int64 class labels (or [B, ...] for other tasks)
+  at::Tensor indices;  // [B] int64 sample indices in the dataset the loader reads
+  // MixUp / CutMix (mixup.h): [B] float32, sample i's inputs are lam_i of its own and 1 - lam_i of
+  // sample B-1-i's (the batch flipped, as timm pairs them); targets stay the original labels, and
+  // the loss mixes them with the same weights. Undefined: the batch is not mixed.
+  at::Tensor mix_lambda;
   std::int64_t batch_index = 0;  // position of the batch within its epoch
   std::int64_t size() const { return indices.defined() ? indices.size(0) : 0; }
 };
@@ -38,6 +42,10 @@ class Dataset {
   virtual Batch get_epoch_batch(const at::Tensor& indices, std::uint64_t epoch_seed) const {
     return get_batch(indices);
   }
+  // The order of a shuffled epoch when the data set has its own (tar shards: the shards shuffled,
+  // then a shuffle buffer, so reads stay near-sequential); undefined: the loader draws a uniform
+  // permutation. A permutation of [0, size()) as [N] int64, a function of epoch_seed alone.
+  virtual at::Tensor shuffled_order(std::uint64_t epoch_seed) const { return {}; }
   // Shape of one input sample, e.g. {1, 28, 28}.
   virtual std::vector<std::int64_t> sample_shape() const = 0;
   // Number of classes (max label + 1 for in-memory data), or 0 when unknown.
@@ -71,6 +79,8 @@ class SubsetDataset final : public Dataset {
   std::int64_t size() const override;
   Batch get_batch(const at::Tensor& indices) const override;
   Batch get_epoch_batch(const at::Tensor& indices, std::uint64_t epoch_seed) const override;
+  // The base's own order restricted to the subset (positions in the subset), if it has one.
+  at::Tensor shuffled_order(std::uint64_t epoch_seed) const override;
   std::vector<std::int64_t> sample_shape() const override { return base_->sample_shape(); }
   std::int64_t num_classes() const override { return base_->num_classes(); }
   at::Tensor all_targets() const override;

@@ -73,6 +73,30 @@ int tiff_samples_per_pixel(std::string_view b) {
   return 1;  // the default of the tag
 }
 
+// The checks that need only the first and last bytes of an encoded image: not empty, a known
+// signature, a JPEG's end-of-image marker, a PNG's IEND chunk, a TIFF's channel count.
+void check_encoded(std::string_view head, std::string_view tail, std::size_t size, const std::string& name) {
+  GB_CHECK(size > 0, DataLoss, name << ": empty file (0 bytes), not an image", kBadImageHint);
+  const std::string kind = sniff(head);
+  GB_CHECK(!kind.empty(), DataLoss,
+           name << ": not an image glassbox reads (no JPEG, PNG, BMP, TIFF, WebP or PNM signature in its first bytes)",
+           kBadImageHint);
+  if (kind == "JPEG") {
+    GB_CHECK(jpeg_is_complete(tail), DataLoss,
+             name << ": truncated JPEG (" << size << " bytes, no end-of-image marker)", kBadImageHint);
+  }
+  if (kind == "PNG") {
+    GB_CHECK(tail.find("IEND") != std::string_view::npos, DataLoss,
+             name << ": truncated PNG (" << size << " bytes, no IEND chunk at the end)", kBadImageHint);
+  }
+  if (kind == "TIFF") {
+    const int spp = tiff_samples_per_pixel(head);
+    GB_CHECK(spp == 0 || spp == 1 || spp == 2 || spp == 3 || spp == 4, DataLoss,
+             name << ": unsupported channel count " << spp << "; glassbox reads gray, RGB and RGBA images",
+             "convert it to gray or RGB (for multispectral tiles: pick three bands)");
+  }
+}
+
 void quiet_opencv_once() {
   static std::once_flag once;
   // libjpeg's warnings ("Premature end of JPEG file") would otherwise reach stderr from inside
@@ -93,15 +117,8 @@ cv::Mat decode_image(std::string_view bytes, const std::string& name, int channe
   quiet_opencv_once();
   GB_CHECK(channels == 0 || channels == 1 || channels == 3, InvalidArgument,
            "image channels must be 0 (as stored), 1 or 3, got " << channels, "set data.channels to 0, 1 or 3");
-  GB_CHECK(!bytes.empty(), DataLoss, name << ": empty file (0 bytes), not an image", kBadImageHint);
+  check_encoded(bytes, bytes.substr(bytes.size() > 64 ? bytes.size() - 64 : 0), bytes.size(), name);
   const std::string kind = sniff(bytes);
-  GB_CHECK(!kind.empty(), DataLoss,
-           name << ": not an image glassbox reads (no JPEG, PNG, BMP, TIFF, WebP or PNM signature in its first bytes)",
-           kBadImageHint);
-  if (kind == "JPEG") {
-    GB_CHECK(jpeg_is_complete(bytes), DataLoss,
-             name << ": truncated JPEG (" << bytes.size() << " bytes, no end-of-image marker)", kBadImageHint);
-  }
   cv::Mat raw;
   try {
     const cv::Mat buffer(1, static_cast<int>(bytes.size()), CV_8UC1,
@@ -147,9 +164,37 @@ cv::Mat decode_image(std::string_view bytes, const std::string& name, int channe
   return out;
 }
 
+std::string read_encoded(const ImageRef& ref) {
+  if (ref.bytes) return *ref.bytes;
+  if (ref.offset >= 0) return read_file_range(ref.file, ref.offset, ref.size, ref.name());
+  return read_file(ref.file);
+}
+
 cv::Mat read_image(const std::filesystem::path& path, int channels) {
   return decode_image(read_file(path), path.string(), channels);
 }
+
+void check_image(const ImageRef& ref) {
+  if (ref.bytes) {
+    const std::string_view b(*ref.bytes);
+    check_encoded(b, b.substr(b.size() > 64 ? b.size() - 64 : 0), b.size(), ref.name());
+    return;
+  }
+  std::error_code ec;
+  const std::int64_t size =
+      ref.offset >= 0 ? ref.size : static_cast<std::int64_t>(std::filesystem::file_size(ref.file, ec));
+  GB_CHECK(!ec, NotFound, "cannot read " << ref.name() << ": " << ec.message(),
+           "check that it exists and that you may read it");
+  const std::int64_t base = ref.offset >= 0 ? ref.offset : 0;
+  const std::int64_t head_n = std::min<std::int64_t>(size, 1 << 16);
+  const std::int64_t tail_n = std::min<std::int64_t>(size, 64);
+  const std::string head = size > 0 ? read_file_range(ref.file, base, head_n, ref.name()) : std::string();
+  const std::string tail =
+      size > 0 ? read_file_range(ref.file, base + size - tail_n, tail_n, ref.name()) : std::string();
+  check_encoded(head, tail, static_cast<std::size_t>(size), ref.name());
+}
+
+cv::Mat read_image(const ImageRef& ref, int channels) { return decode_image(read_encoded(ref), ref.name(), channels); }
 
 at::Tensor image_to_tensor(const cv::Mat& image) {
   GB_CHECK(image.depth() == CV_8U && image.dims == 2, InvalidArgument,

@@ -18,8 +18,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <ATen/core/Tensor.h>
 #include <opencv2/core/mat.hpp>
@@ -29,10 +31,33 @@ namespace glassbox::data {
 // True for the extensions read here: .jpg .jpeg .png .bmp .tif .tiff .webp .pgm .ppm (any case).
 bool is_image_file(const std::filesystem::path& path);
 
+// Where an image's encoded bytes are: a file of its own, a byte range of a file (a member of an
+// uncompressed tar shard), or bytes held in memory (a member of a compressed shard).
+struct ImageRef {
+  ImageRef() = default;
+  ImageRef(std::filesystem::path f) : file(std::move(f)) {}  // NOLINT(google-explicit-constructor)
+  std::filesystem::path file;                                // the image file, or the shard holding it
+  std::string member;                                        // the tar member's name; empty for a file of its own
+  std::int64_t offset = -1;                                  // >= 0: the bytes are [offset, offset + size) of `file`
+  std::int64_t size = 0;
+  std::shared_ptr<const std::string> bytes;  // when set: the encoded image itself
+  // How messages name it: "leaves/a/1.jpg" or "shards/train-000003.tar: a/1.jpg".
+  std::string name() const { return member.empty() ? file.string() : file.string() + ": " + member; }
+  bool operator==(const ImageRef& o) const = default;
+};
+
+// The encoded bytes of an image (NotFound / DataLoss errors name it).
+std::string read_encoded(const ImageRef& ref);
+// The checks that need only an image's first and last bytes (a few KiB read): DataLoss naming it
+// when it is empty, has no known signature, is a JPEG without its end-of-image marker or a PNG
+// without its IEND chunk (both: cut short), or a TIFF with an unsupported channel count.
+void check_image(const ImageRef& ref);
+// Reads and decodes an image wherever it lies, or a file.
+cv::Mat read_image(const ImageRef& ref, int channels = 0);
+cv::Mat read_image(const std::filesystem::path& path, int channels = 0);
+
 // Decodes an encoded image held in memory; `name` is the file or member it came from, for errors.
 cv::Mat decode_image(std::string_view bytes, const std::string& name, int channels = 0);
-// Reads and decodes a file (NotFound when it cannot be opened).
-cv::Mat read_image(const std::filesystem::path& path, int channels = 0);
 
 // [C, H, W] uint8 (a copy) from an 8-bit HWC matrix, and back.
 at::Tensor image_to_tensor(const cv::Mat& image);

@@ -7,10 +7,13 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 #include <torch/torch.h>
 
@@ -18,6 +21,7 @@
 #include "glassbox/base/files.h"
 #include "glassbox/data/csv.h"
 #include "glassbox/data/image.h"
+#include "glassbox/data/webdataset.h"
 
 namespace glassbox::data {
 
@@ -40,10 +44,11 @@ std::string shape_text(const std::vector<std::int64_t>& s) {
 
 // One image and its class, before splitting.
 struct Item {
-  fs::path file;
+  ImageRef ref;
   std::int64_t label = 0;
   std::string split;  // "train" | "val" | "test" | "" (to be drawn)
   std::string date;
+  std::int64_t shard = -1;  // webdataset: the shard's position in the split's shard list
 };
 
 std::vector<fs::path> sorted_dirs(const fs::path& dir) {
@@ -108,7 +113,7 @@ std::vector<Item> scan_class_folders(const fs::path& dir, std::vector<std::strin
     GB_CHECK(!files.empty(), NotFound,
              "the class folder " << d.string() << " holds no images (.jpg .jpeg .png .bmp .tif .tiff .webp .pgm .ppm)",
              "add images to it or remove it");
-    for (const auto& f : files) items.push_back({f, label, split, ""});
+    for (const auto& f : files) items.push_back({ImageRef(f), label, split, "", -1});
   }
   return items;
 }
@@ -163,7 +168,7 @@ std::vector<Item> read_metadata(const fs::path& root, const fs::path& path, cons
              where << ": file_name " << rel.string() << " does not exist under " << root.string(),
              "fix the row or remove it; file_name is relative to the folder holding the metadata");
     Item it;
-    it.file = file;
+    it.ref = file;
     if (has_label) {
       GB_CHECK(!row[label_col].empty(), DataLoss, where << ": empty label in column '" << o.label_column << "'",
                "give every row its class");
@@ -263,7 +268,7 @@ struct Stats {
 };
 
 // Per-channel mean/std of pixels / 255 over (up to 10 000 of) `files`, through `pipeline`.
-Stats channel_stats(const std::vector<fs::path>& files, std::int64_t channels, const Pipeline* pipeline) {
+Stats channel_stats(const std::vector<ImageRef>& files, std::int64_t channels, const Pipeline* pipeline) {
   std::vector<std::size_t> pick(files.size());
   std::iota(pick.begin(), pick.end(), 0);
   if (pick.size() > 10000) {
@@ -283,7 +288,7 @@ Stats channel_stats(const std::vector<fs::path>& files, std::int64_t channels, c
     double n = 0;
     try {
       for (std::int64_t k = begin; k < end; ++k) {
-        const fs::path& f = files[pick[static_cast<std::size_t>(k)]];
+        const ImageRef& f = files[pick[static_cast<std::size_t>(k)]];
         Sample smp{read_image(f, static_cast<int>(channels)), {}};
         if (pipeline != nullptr) {
           AugmentRng rng(0);
@@ -325,13 +330,29 @@ Stats channel_stats(const std::vector<fs::path>& files, std::int64_t channels, c
   return out;
 }
 
+// The cheap checks of every file (check_image, in parallel); the first failure (in item order) is thrown.
+void check_files(const std::vector<Item>& items) {
+  std::vector<std::exception_ptr> errors(items.size());
+  at::parallel_for(0, static_cast<std::int64_t>(items.size()), 64, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      try {
+        check_image(items[static_cast<std::size_t>(i)].ref);
+      } catch (...) {
+        errors[static_cast<std::size_t>(i)] = std::current_exception();
+      }
+    }
+  });
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 // Decodes every file (in parallel); the ones that fail are removed and described in `skipped`.
 void drop_bad_files(std::vector<Item>& items, std::int64_t channels, std::vector<std::string>& skipped) {
   std::vector<std::string> reason(items.size());
   at::parallel_for(0, static_cast<std::int64_t>(items.size()), 16, [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t i = b; i < e; ++i) {
       try {
-        read_image(items[static_cast<std::size_t>(i)].file, static_cast<int>(channels));
+        read_image(items[static_cast<std::size_t>(i)].ref, static_cast<int>(channels));
       } catch (const Error& err) {
         reason[static_cast<std::size_t>(i)] = err.message();
       }
@@ -347,16 +368,141 @@ void drop_bad_files(std::vector<Item>& items, std::int64_t channels, std::vector
   items = std::move(kept);
 }
 
+// The splits from items whose split may still be "" (drawn here), and the image datasets.
+Splits build_splits(std::vector<Item> items, std::vector<std::string> classes, const DataOptions& o,
+                    const std::string& source) {
+  // What the layout did not split is drawn: test first, then validation from the rest.
+  bool any_test = false, any_val = false;
+  for (auto& it : items) {
+    if (it.split.empty()) it.split = "train";
+    any_test = any_test || it.split == "test";
+    any_val = any_val || it.split == "val";
+  }
+  const auto seed = static_cast<std::uint64_t>(o.split_seed);
+  if (!any_test) carve(items, "test", o.test_size, "test_size", seed * 2 + 1);
+  if (o.limit_train > 0) {
+    std::int64_t kept = 0;
+    std::vector<Item> limited;
+    for (auto& it : items)
+      if (it.split != "train" || kept++ < o.limit_train) limited.push_back(it);
+    items = std::move(limited);
+  }
+  if (!any_val) carve(items, "val", o.val_size, "val_size", seed * 2 + 2);
+
+  // Bad files: "skip" decodes every file now and leaves out the ones that fail; "error" reads the
+  // first and last bytes of every file now (an empty, cut or foreign file stops the run before it
+  // starts), and anything deeper fails the batch that decodes it.
+  Splits out;
+  if (o.on_bad_image == OnBadImage::kSkip) {
+    drop_bad_files(items, 0, out.skipped_files);
+  } else if (o.check_images) {
+    check_files(items);
+  }
+  const std::int64_t channels = [&] {
+    if (o.channels != 0) return o.channels;
+    for (const auto& it : items)
+      if (it.split == "train") return static_cast<std::int64_t>(read_image(it.ref, 0).channels());
+    return std::int64_t{3};
+  }();
+
+  std::map<std::string, std::vector<ImageRef>> files;
+  std::map<std::string, std::vector<std::int64_t>> labels, shards;
+  for (const auto& it : items) {
+    files[it.split].push_back(it.ref);
+    labels[it.split].push_back(it.label);
+    shards[it.split].push_back(it.shard);
+  }
+  GB_CHECK(!files["train"].empty(), DataLoss, source << ": the training split is empty",
+           "check data.root, the split column, or the date cut-offs");
+  std::int64_t num_classes = static_cast<std::int64_t>(classes.size());
+  if (o.num_classes > 0) {
+    GB_CHECK(o.num_classes >= num_classes, InvalidArgument,
+             "data.num_classes = " << o.num_classes << " but the folder has " << num_classes << " classes",
+             "leave data.num_classes = 0");
+    num_classes = o.num_classes;
+  }
+
+  // Pipelines, normalisation and the sample shape (from the first training image through the
+  // eval pipeline, which defines what the model sees at inference).
+  const std::vector<TransformSpec> train_specs = training_transforms(o);
+  const auto train_pipe = std::make_shared<const Pipeline>(make_pipeline(train_specs, "data.train_transforms"));
+  const auto eval_pipe = std::make_shared<const Pipeline>(make_pipeline(o.eval_transforms, "data.eval_transforms"));
+  ImageDatasetOptions base;
+  base.channels = channels;
+  base.num_classes = num_classes;
+  const bool train_norm = pipeline_normalizes(train_specs);
+  const bool eval_norm = pipeline_normalizes(o.eval_transforms);
+  GB_CHECK(train_norm == eval_norm, InvalidArgument,
+           (train_norm ? "data.train_transforms" : "data.eval_transforms")
+               << " ends with Normalize but " << (train_norm ? "data.eval_transforms" : "data.train_transforms")
+               << " does not",
+           "end both pipelines with the same Normalize step (or neither, to use data.mean/std)");
+  if (eval_norm) {
+    const TransformSpec& n = o.eval_transforms.back();
+    out.mean = n.numbers.count("mean") ? n.numbers.at("mean") : std::vector<double>{};
+    out.std = n.numbers.count("std") ? n.numbers.at("std") : std::vector<double>{};
+  } else if (o.normalize) {
+    if (!o.mean.empty()) {
+      GB_CHECK(o.mean.size() == 1 || static_cast<std::int64_t>(o.mean.size()) == channels, InvalidArgument,
+               "data.mean has " << o.mean.size() << " values but the images have " << channels << " channels",
+               "give one value per channel (or one for all)");
+      out.mean = std::vector<double>(static_cast<std::size_t>(channels), 0.0);
+      out.std = out.mean;
+      for (std::size_t c = 0; c < out.mean.size(); ++c) {
+        out.mean[c] = o.mean.size() == 1 ? o.mean[0] : o.mean[c];
+        out.std[c] = o.std.size() == 1 ? o.std[0] : o.std[c];
+      }
+    } else {
+      const Stats s = channel_stats(files["train"], channels, eval_pipe->empty() ? nullptr : eval_pipe.get());
+      out.mean = s.mean;
+      out.std = s.std;
+    }
+  }
+  base.pipeline_normalizes = eval_norm;
+  if (!eval_norm) {
+    base.mean = out.mean;
+    base.std = out.std;
+  }
+  {
+    Sample first{read_image(files["train"].front(), static_cast<int>(channels)), {}};
+    AugmentRng rng(0);
+    eval_pipe->run(first, rng);
+    base.sample_shape = {first.image.channels(), first.image.rows, first.image.cols};
+  }
+  const auto make = [&](const std::string& split, const std::shared_ptr<const Pipeline>& pipe) {
+    ImageDatasetOptions opt = base;
+    opt.pipeline = pipe->empty() ? nullptr : pipe;
+    if (split == "train") opt.shuffle_buffer = o.shuffle_buffer;
+    std::vector<std::int64_t> shard_of = shards[split];
+    if (!shard_of.empty() && shard_of.front() < 0) shard_of.clear();
+    return std::make_shared<ImageDataset>(files[split], torch::tensor(labels[split], torch::kLong), opt,
+                                          std::move(shard_of));
+  };
+  out.train = make("train", train_pipe);
+  if (!files["val"].empty()) out.val = make("val", eval_pipe);
+  out.test = make("test", eval_pipe);
+  out.num_classes = num_classes;
+  out.class_names = classes;
+  for (std::int64_t k = static_cast<std::int64_t>(out.class_names.size()); k < num_classes; ++k)
+    out.class_names.push_back(std::to_string(k));
+  out.sample_shape = base.sample_shape;
+  return out;
+}
+
 }  // namespace
 
-ImageDataset::ImageDataset(std::vector<fs::path> files, at::Tensor labels, ImageDatasetOptions options)
-    : files_(std::move(files)), labels_(std::move(labels)), options_(std::move(options)) {
+ImageDataset::ImageDataset(std::vector<ImageRef> files, at::Tensor labels, ImageDatasetOptions options,
+                           std::vector<std::int64_t> shard_of)
+    : files_(std::move(files)),
+      labels_(std::move(labels)),
+      options_(std::move(options)),
+      shard_of_(std::move(shard_of)) {
   GB_CHECK(labels_.numel() == static_cast<std::int64_t>(files_.size()), Internal,
            "ImageDataset: " << files_.size() << " files but " << labels_.numel() << " labels", "");
 }
 
 Sample ImageDataset::sample(std::int64_t i, std::uint64_t epoch_seed) const {
-  const fs::path& f = files_.at(static_cast<std::size_t>(i));
+  const ImageRef& f = files_.at(static_cast<std::size_t>(i));
   Sample s{read_image(f, static_cast<int>(options_.channels)), {}};
   if (options_.pipeline) {
     AugmentRng rng(sample_seed(epoch_seed, i));
@@ -365,12 +511,12 @@ Sample ImageDataset::sample(std::int64_t i, std::uint64_t epoch_seed) const {
   return s;
 }
 
-at::Tensor ImageDataset::to_tensor(const Sample& s, const fs::path& file) const {
+at::Tensor ImageDataset::to_tensor(const Sample& s, const ImageRef& file) const {
   const cv::Mat& img = s.image;
   const std::vector<std::int64_t> shape = {img.channels(), img.rows, img.cols};
   GB_CHECK(options_.sample_shape.empty() || shape == options_.sample_shape, InvalidArgument,
-           file.string() << ": the image comes out " << shape_text(shape) << " (CxHxW) but the data set's samples are "
-                         << shape_text(options_.sample_shape),
+           file.name() << ": the image comes out " << shape_text(shape) << " (CxHxW) but the data set's samples are "
+                       << shape_text(options_.sample_shape),
            "give every image one size: add a Resize (or RandomResizedCrop) step to data.train_transforms and a "
            "Resize/CenterCrop to data.eval_transforms");
   cv::Mat f;
@@ -389,6 +535,39 @@ at::Tensor ImageDataset::to_tensor(const Sample& s, const fs::path& file) const 
   return t;
 }
 
+at::Tensor ImageDataset::shuffled_order(std::uint64_t epoch_seed) const {
+  if (shard_of_.empty() || options_.shuffle_buffer <= 0) return {};
+  // webdataset's order: the shards shuffled, each read in order, through a shuffle buffer of
+  // shuffle_buffer samples that starts yielding once it holds min(100, shuffle_buffer) samples.
+  std::map<std::int64_t, std::vector<std::int64_t>> by_shard;
+  for (std::size_t i = 0; i < shard_of_.size(); ++i) by_shard[shard_of_[i]].push_back(static_cast<std::int64_t>(i));
+  std::vector<const std::vector<std::int64_t>*> shards;
+  for (const auto& [k, members] : by_shard) shards.push_back(&members);
+  AugmentRng rng(sample_seed(epoch_seed, -1));  // a stream no sample's draws use
+  for (std::size_t i = shards.size(); i > 1; --i)
+    std::swap(shards[i - 1], shards[static_cast<std::size_t>(rng.randint(0, static_cast<std::int64_t>(i) - 1))]);
+  const auto bufsize = static_cast<std::size_t>(options_.shuffle_buffer);
+  const std::size_t initial = std::min<std::size_t>(100, bufsize);
+  std::vector<std::int64_t> order, buf;
+  order.reserve(shard_of_.size());
+  const auto pick = [&] {
+    const auto k = static_cast<std::size_t>(rng.randint(0, static_cast<std::int64_t>(buf.size()) - 1));
+    std::swap(buf[k], buf.back());
+    order.push_back(buf.back());
+    buf.pop_back();
+  };
+  std::vector<std::int64_t> stream;
+  stream.reserve(shard_of_.size());
+  for (const auto* members : shards) stream.insert(stream.end(), members->begin(), members->end());
+  for (std::size_t next = 0; next < stream.size();) {
+    buf.push_back(stream[next++]);
+    if (buf.size() < bufsize && next < stream.size()) buf.push_back(stream[next++]);
+    if (buf.size() >= initial) pick();
+  }
+  while (!buf.empty()) pick();
+  return torch::tensor(order, torch::kLong);
+}
+
 Batch ImageDataset::get_epoch_batch(const at::Tensor& indices, std::uint64_t epoch_seed) const {
   const at::Tensor idx = indices.to(torch::kCPU, torch::kLong).contiguous();
   const std::int64_t n = idx.numel();
@@ -405,6 +584,20 @@ Batch ImageDataset::get_epoch_batch(const at::Tensor& indices, std::uint64_t epo
   b.targets = labels_.index_select(0, idx);
   b.indices = idx;
   return b;
+}
+
+std::vector<TransformSpec> training_transforms(const DataOptions& o) {
+  std::vector<TransformSpec> out = o.train_transforms;
+  if (o.augment_preset.empty()) return out;
+  const bool normalizes = pipeline_normalizes(out);
+  std::optional<TransformSpec> last;
+  if (normalizes) {
+    last = out.back();
+    out.pop_back();
+  }
+  for (TransformSpec& s : preset_transforms(o.augment_preset)) out.push_back(std::move(s));
+  if (last) out.push_back(*last);
+  return out;
 }
 
 Splits load_image_folder(const DataOptions& o) {
@@ -448,7 +641,7 @@ Splits load_image_folder(const DataOptions& o) {
     items = read_metadata(root, meta, o, classes);
     if (o.split_by == SplitBy::kDate) {
       for (auto& it : items) {
-        GB_CHECK(!it.date.empty(), DataLoss, it.file.string() << ": no date", "give every row a date");
+        GB_CHECK(!it.date.empty(), DataLoss, it.ref.name() << ": no date", "give every row a date");
         it.split = it.date < o.val_from ? "train" : it.date < o.test_from ? "val" : "test";
       }
     }
@@ -458,108 +651,175 @@ Splits load_image_folder(const DataOptions& o) {
   } else {
     items = scan_class_folders(root, classes, "");
   }
-  // What the layout did not split is drawn: test first, then validation from the rest.
-  bool any_test = false, any_val = false;
-  for (auto& it : items) {
-    if (it.split.empty()) it.split = "train";
-    any_test = any_test || it.split == "test";
-    any_val = any_val || it.split == "val";
-  }
-  const auto seed = static_cast<std::uint64_t>(o.split_seed);
-  if (!any_test) carve(items, "test", o.test_size, "test_size", seed * 2 + 1);
-  if (o.limit_train > 0) {
-    std::int64_t kept = 0;
-    std::vector<Item> limited;
-    for (auto& it : items)
-      if (it.split != "train" || kept++ < o.limit_train) limited.push_back(it);
-    items = std::move(limited);
-  }
-  if (!any_val) carve(items, "val", o.val_size, "val_size", seed * 2 + 2);
+  return build_splits(std::move(items), std::move(classes), o, root.string());
+}
 
-  const std::int64_t channels = [&] {
-    if (o.channels != 0) return o.channels;
-    for (const auto& it : items)
-      if (it.split == "train") return static_cast<std::int64_t>(read_image(it.file, 0).channels());
-    return std::int64_t{3};
-  }();
-  Splits out;
-  if (o.on_bad_image == OnBadImage::kSkip) drop_bad_files(items, channels, out.skipped_files);
+namespace {
 
-  std::map<std::string, std::vector<fs::path>> files;
-  std::map<std::string, std::vector<std::int64_t>> labels;
-  for (const auto& it : items) {
-    files[it.split].push_back(it.file);
-    labels[it.split].push_back(it.label);
+// Lists the shards of one split: the brace-expanded pattern, relative to data.root.
+std::vector<fs::path> shard_list(const DataOptions& o, const std::string& pattern, const char* key) {
+  std::vector<fs::path> out;
+  for (const std::string& name : expand_braces(pattern)) {
+    const fs::path p = fs::path(name).is_absolute() ? fs::path(name) : fs::path(o.root) / name;
+    out.push_back(p);
   }
-  GB_CHECK(!files["train"].empty(), DataLoss, root.string() << ": the training split is empty",
-           "check data.root, the split column, or the date cut-offs");
-  std::int64_t num_classes = static_cast<std::int64_t>(classes.size());
-  if (o.num_classes > 0) {
-    GB_CHECK(o.num_classes >= num_classes, InvalidArgument,
-             "data.num_classes = " << o.num_classes << " but the folder has " << num_classes << " classes",
-             "leave data.num_classes = 0");
-    num_classes = o.num_classes;
-  }
+  GB_CHECK(!out.empty(), InvalidArgument, "data." << key << " = \"" << pattern << "\" names no shard",
+           "e.g. train-{000000..000009}.tar");
+  return out;
+}
 
-  // Pipelines, normalisation and the sample shape (from the first training image through the
-  // eval pipeline, which defines what the model sees at inference).
-  const auto train_pipe = std::make_shared<const Pipeline>(make_pipeline(o.train_transforms, "data.train_transforms"));
-  const auto eval_pipe = std::make_shared<const Pipeline>(make_pipeline(o.eval_transforms, "data.eval_transforms"));
-  ImageDatasetOptions base;
-  base.channels = channels;
-  base.num_classes = num_classes;
-  const bool train_norm = pipeline_normalizes(o.train_transforms);
-  const bool eval_norm = pipeline_normalizes(o.eval_transforms);
-  GB_CHECK(train_norm == eval_norm, InvalidArgument,
-           (train_norm ? "data.train_transforms" : "data.eval_transforms")
-               << " ends with Normalize but " << (train_norm ? "data.eval_transforms" : "data.train_transforms")
-               << " does not",
-           "end both pipelines with the same Normalize step (or neither, to use data.mean/std)");
-  if (eval_norm) {
-    const TransformSpec& n = o.eval_transforms.back();
-    out.mean = n.numbers.count("mean") ? n.numbers.at("mean") : std::vector<double>{};
-    out.std = n.numbers.count("std") ? n.numbers.at("std") : std::vector<double>{};
-  } else if (o.normalize) {
-    if (!o.mean.empty()) {
-      GB_CHECK(o.mean.size() == 1 || static_cast<std::int64_t>(o.mean.size()) == channels, InvalidArgument,
-               "data.mean has " << o.mean.size() << " values but the images have " << channels << " channels",
-               "give one value per channel (or one for all)");
-      out.mean = std::vector<double>(static_cast<std::size_t>(channels), 0.0);
-      out.std = out.mean;
-      for (std::size_t c = 0; c < out.mean.size(); ++c) {
-        out.mean[c] = o.mean.size() == 1 ? o.mean[0] : o.mean[c];
-        out.std[c] = o.std.size() == 1 ? o.std[0] : o.std[c];
+// The label of a webdataset sample as text: the label member's bytes, or a JSON field.
+std::string sample_label(const ShardIndex& ix, const ShardSample& smp, const DataOptions& o) {
+  const std::string where = ix.shard.string() + ": sample " + smp.key;
+  const ShardMember* m = smp.find(o.label_key);
+  GB_CHECK(
+      m != nullptr, DataLoss,
+      where << " has no ." << o.label_key << " member (its members: " <<
+          [&] {
+            std::string list;
+            for (const auto& [suffix, mem] : smp.parts) list += (list.empty() ? "." : ", .") + suffix;
+            return list;
+          }()
+            << ")",
+      "give every sample its label member, or set data.label_key to the suffix that holds it");
+  std::string text = read_member(ix.shard, *m);
+  if (o.label_key == "json") {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const std::exception& e) {
+      GB_THROW(DataLoss, where << ": the .json member is not valid JSON (" << e.what() << ")", "fix the member");
+    }
+    GB_CHECK(j.is_object() && j.contains(o.label_column), DataLoss,
+             where << ": the .json member has no field '" << o.label_column << "'",
+             "set data.label_column to the JSON field holding the class");
+    const nlohmann::json& v = j[o.label_column];
+    GB_CHECK(v.is_number_integer() || v.is_string(), DataLoss,
+             where << ": the .json field '" << o.label_column << "' is not an integer or a class name",
+             "store the class index or its name");
+    return v.is_string() ? v.get<std::string>() : std::to_string(v.get<std::int64_t>());
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  std::size_t i = 0;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  text.erase(0, i);
+  GB_CHECK(!text.empty(), DataLoss, where << ": the ." << o.label_key << " member is empty",
+           "store the class index (or name) in it");
+  return text;
+}
+
+// The member holding a sample's image: data.image_key, else the first with an image extension.
+const ShardMember* sample_image(const ShardSample& smp, const DataOptions& o) {
+  if (!o.image_key.empty()) return smp.find(o.image_key);
+  for (const auto& [suffix, m] : smp.parts) {
+    const std::size_t dot = suffix.rfind('.');
+    if (is_image_file("x." + (dot == std::string::npos ? suffix : suffix.substr(dot + 1)))) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Splits load_webdataset(const DataOptions& o) {
+  struct Listed {
+    std::string split;
+    const char* key;
+    std::vector<fs::path> shards;
+  };
+  std::vector<Listed> lists;
+  lists.push_back({"train", "train_shards", shard_list(o, o.train_shards, "train_shards")});
+  if (!o.val_shards.empty()) lists.push_back({"val", "val_shards", shard_list(o, o.val_shards, "val_shards")});
+  if (!o.test_shards.empty()) lists.push_back({"test", "test_shards", shard_list(o, o.test_shards, "test_shards")});
+  // Index every shard (in parallel: a shard is a few thousand header reads).
+  std::vector<std::pair<std::size_t, std::size_t>> jobs;
+  for (std::size_t l = 0; l < lists.size(); ++l)
+    for (std::size_t k = 0; k < lists[l].shards.size(); ++k) jobs.emplace_back(l, k);
+  std::vector<ShardIndex> indexes(jobs.size());
+  std::vector<std::exception_ptr> errors(jobs.size());
+  at::parallel_for(0, static_cast<std::int64_t>(jobs.size()), 1, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t j = b; j < e; ++j) {
+      const auto& [l, k] = jobs[static_cast<std::size_t>(j)];
+      try {
+        indexes[static_cast<std::size_t>(j)] = index_shard(lists[l].shards[k]);
+      } catch (...) {
+        errors[static_cast<std::size_t>(j)] = std::current_exception();
       }
-    } else {
-      const Stats s = channel_stats(files["train"], channels, eval_pipe->empty() ? nullptr : eval_pipe.get());
-      out.mean = s.mean;
-      out.std = s.std;
+    }
+  });
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  // Samples become items; labels are integers, or class names encoded like a metadata label column.
+  std::vector<Item> items;
+  std::vector<std::string> names;
+  Splits skipped_holder;
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    const ShardIndex& ix = indexes[j];
+    for (const ShardSample& smp : ix.samples) {
+      const ShardMember* img = sample_image(smp, o);
+      if (img == nullptr) {
+        const std::string what = ix.shard.string() + ": sample " + smp.key + " has no image member" +
+                                 (o.image_key.empty() ? std::string() : " ." + o.image_key);
+        GB_CHECK(o.on_bad_image == OnBadImage::kSkip, DataLoss, what,
+                 "add the image, set data.image_key to its suffix, or set data.on_bad_image = \"skip\"");
+        skipped_holder.skipped_files.push_back(what);
+        continue;
+      }
+      Item it;
+      it.ref.file = ix.shard;
+      it.ref.member = img->name;
+      it.ref.offset = img->offset;
+      it.ref.size = img->size;
+      it.ref.bytes = img->bytes;
+      it.split = lists[jobs[j].first].split;
+      it.shard = static_cast<std::int64_t>(jobs[j].second);
+      names.push_back(sample_label(ix, smp, o));
+      items.push_back(std::move(it));
     }
   }
-  base.pipeline_normalizes = eval_norm;
-  if (!eval_norm) {
-    base.mean = out.mean;
-    base.std = out.std;
+  GB_CHECK(!items.empty(), DataLoss, "the shards of data.train_shards hold no samples",
+           "check the shard pattern; samples are members named KEY.jpg + KEY.cls");
+  // Classes: data.class_names, else classes.txt beside the first training shard (one per line,
+  // written by glassbox data pack), else the integer labels themselves (0..max).
+  std::vector<std::string> classes = o.class_names;
+  const fs::path classes_txt = lists[0].shards.front().parent_path() / "classes.txt";
+  std::error_code ec;
+  if (classes.empty() && fs::is_regular_file(classes_txt, ec)) {
+    std::string line;
+    std::istringstream in(read_file(classes_txt));
+    while (std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty()) classes.push_back(line);
+    }
   }
-  {
-    Sample first{read_image(files["train"].front(), static_cast<int>(channels)), {}};
-    AugmentRng rng(0);
-    eval_pipe->run(first, rng);
-    base.sample_shape = {first.image.channels(), first.image.rows, first.image.cols};
+  const bool integers = all_integers(names);
+  if (classes.empty()) {
+    std::vector<std::string> distinct(names.begin(), names.end());
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    if (integers) {
+      std::int64_t top = 0;
+      for (const auto& n : distinct) top = std::max<std::int64_t>(top, std::stoll(n));
+      for (std::int64_t k = 0; k <= top; ++k) classes.push_back(std::to_string(k));
+    } else {
+      classes = distinct;
+    }
   }
-  const auto make = [&](const std::string& split, const std::shared_ptr<const Pipeline>& pipe) {
-    ImageDatasetOptions opt = base;
-    opt.pipeline = pipe->empty() ? nullptr : pipe;
-    return std::make_shared<ImageDataset>(files[split], torch::tensor(labels[split], torch::kLong), opt);
-  };
-  out.train = make("train", train_pipe);
-  if (!files["val"].empty()) out.val = make("val", eval_pipe);
-  out.test = make("test", eval_pipe);
-  out.num_classes = num_classes;
-  out.class_names = classes;
-  for (std::int64_t k = static_cast<std::int64_t>(out.class_names.size()); k < num_classes; ++k)
-    out.class_names.push_back(std::to_string(k));
-  out.sample_shape = base.sample_shape;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    std::int64_t label = -1;
+    if (integers) {
+      label = std::stoll(names[i]);
+    } else {
+      const auto f = std::find(classes.begin(), classes.end(), names[i]);
+      if (f != classes.end()) label = f - classes.begin();
+    }
+    GB_CHECK(label >= 0 && label < static_cast<std::int64_t>(classes.size()), DataLoss,
+             items[i].ref.name() << ": label '" << names[i] << "' is not one of the " << classes.size() << " classes",
+             "list every class in data.class_names (or classes.txt beside the shards)");
+    items[i].label = label;
+  }
+  Splits out = build_splits(std::move(items), std::move(classes), o, lists[0].shards.front().parent_path().string());
+  out.skipped_files.insert(out.skipped_files.begin(), skipped_holder.skipped_files.begin(),
+                           skipped_holder.skipped_files.end());
   return out;
 }
 

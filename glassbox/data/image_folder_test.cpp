@@ -1,12 +1,14 @@
 #include "glassbox/data/image_folder.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
 #include "glassbox/data/image.h"
+#include "glassbox/data/image_preprocessing.h"
 #include "glassbox/data/loader.h"
 #include "glassbox/testing/testing.h"
 
@@ -60,9 +62,9 @@ TEST(ImageFolder, ClassFoldersInTorchvisionOrderWithAStratifiedSplit) {
   ASSERT_EQ(s.train->size(), 20);
   const auto& files = dynamic_cast<const ImageDataset&>(*s.train).files();
   // torchvision: files of a folder before those of its sub-folders, each sorted by name.
-  EXPECT_EQ(files[0].filename(), "c0.PNG");
-  EXPECT_EQ(files[6].filename(), "z.png");
-  EXPECT_EQ(files[7].filename(), "a.png");
+  EXPECT_EQ(files[0].file.filename(), "c0.PNG");
+  EXPECT_EQ(files[6].file.filename(), "z.png");
+  EXPECT_EQ(files[7].file.filename(), "a.png");
   EXPECT_EQ(labels_of(*s.train)[8], 1);
   // Pixels / 255 as float32 [1, 6, 5].
   const Batch b = s.train->get_batch(torch::tensor({0, 8}));
@@ -175,7 +177,12 @@ TEST(ImageFolder, BadFoldersAndFilesNameThemselves) {
           " holds no images (.jpg .jpeg .png .bmp .tif .tiff .webp .pgm .ppm) (hint: add images to it or remove it)");
   write_png(root / "b" / "3.png", 3, 7, 5);  // another size
   write_file_atomic(root / "b" / "4.jpg", encode_jpeg(cv::Mat(6, 5, CV_8UC1, cv::Scalar(9))).substr(0, 60));
+  // The cut file stops the load (its last bytes are read then), before any training starts ...
+  EXPECT_NE(message_of([&] { load_splits(o); }).find("4.jpg: truncated JPEG"), std::string::npos);
+  // ... and without the load-time checks, the batch that decodes it.
+  o.check_images = false;
   Splits s = load_splits(o);
+  o.check_images = true;
   EXPECT_NE(message_of([&] {
               s.train->get_batch(torch::tensor({2}));
             }).find("3.png: the image comes out 1x7x5 (CxHxW) but the data set's samples are 1x6x5"),
@@ -247,6 +254,61 @@ TEST(ImageFolder, AugmentedBatchesDependOnSeedEpochAndIndexOnly) {
   // Evaluation is deterministic: the centre crop of the decoded file.
   const Batch t = s.test->get_batch(torch::tensor({0}));
   EXPECT_EQ(t.inputs.sizes(), (std::vector<std::int64_t>{1, 3, 6, 5}));
+}
+
+TEST(ImagePreprocessing, ContractJsonRebuildsTheEvalPipelineAndFoldsNormalize) {
+  DataOptions d;
+  d.format = DataFormat::kImageFolder;
+  TransformSpec resize;
+  resize.name = "SmallestMaxSize";
+  resize.numbers["max_size"] = {20};
+  TransformSpec crop;
+  crop.name = "CenterCrop";
+  crop.ints["height"] = 16;
+  crop.ints["width"] = 16;
+  TransformSpec norm;
+  norm.name = "Normalize";
+  norm.numbers["mean"] = {0.5, 0.4, 0.3};
+  norm.numbers["std"] = {0.2, 0.2, 0.2};
+  d.eval_transforms = {resize, crop, norm};
+  const ImagePreprocessing p = image_preprocessing_of(d, 3);
+  ASSERT_EQ(p.transforms.size(), 2u);  // Normalize became the contract's constants
+  const auto st = standardization_of(d.eval_transforms);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_DOUBLE_EQ(st->scale, 1.0 / 255);
+  EXPECT_EQ(st->mean, (std::vector<double>{0.5, 0.4, 0.3}));
+  const ImagePreprocessing back = image_preprocessing_from_json(nlohmann::json::parse(to_json(p).dump()), "c.json");
+  ASSERT_EQ(back.transforms.size(), 2u);
+  EXPECT_EQ(back.transforms[1].ints.at("height"), 16);
+  // The preprocessor's sample equals the data set's eval pipeline on the same file.
+  cv::Mat img(30, 40, CV_8UC3);
+  cv::randu(img, 0, 255);
+  const std::string png = encode_png(img);
+  const at::Tensor t = ImagePreprocessor(back)(png, "x.png");
+  EXPECT_EQ(t.sizes().vec(), (std::vector<std::int64_t>{3, 16, 16}));
+  Sample s{decode_image(png, "x.png", 3), {}};
+  AugmentRng rng(0);
+  make_pipeline({resize, crop}, "t").run(s, rng);
+  EXPECT_TRUE(torch::equal(t, image_to_tensor(s.image)));
+  nlohmann::json bad = to_json(p);
+  bad["transforms"][0]["max_sise"] = 3;
+  EXPECT_THROW(image_preprocessing_from_json(bad, "c.json"), Error);
+
+  // Where the output's pixels come from: scale 40/27 and 30/20, offset by the centre crop.
+  const auto a = source_affine(img, make_pipeline({resize, crop}, "t"));
+  ASSERT_TRUE(a.has_value());
+  EXPECT_NEAR((*a)(0, 0), 40.0 / 27, 0.03);
+  EXPECT_NEAR((*a)(1, 1), 1.5, 0.03);
+  EXPECT_NEAR((*a)(0, 1), 0.0, 0.01);
+  EXPECT_NEAR((*a)(0, 2), 5 * 40.0 / 27, 1.0);
+  EXPECT_NEAR((*a)(1, 2), 2 * 1.5, 1.0);
+  TransformSpec flip;
+  flip.name = "HorizontalFlip";
+  flip.p = 1;
+  const auto f = source_affine(img, make_pipeline({flip}, "t"));
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NEAR((*f)(0, 0), -1.0, 1e-6);
+  EXPECT_NEAR((*f)(0, 2), 39.0, 1e-6);
 }
 
 }  // namespace

@@ -91,6 +91,8 @@ struct Loader::Impl {
 
   at::Tensor order_of(std::int64_t e) const {
     if (!options->shuffle) return identity;
+    at::Tensor own = dataset->shuffled_order(epoch_seed(options->seed, e));
+    if (own.defined()) return own.to(at::kLong).contiguous();
     at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(epoch_seed(options->seed, e));
     return at::randperm(n, gen, at::TensorOptions().dtype(at::kLong));
   }

@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
+#include "glassbox/data/augment.h"
 #include "glassbox/data/csv.h"
 #include "glassbox/data/idx.h"
 #include "glassbox/data/image_folder.h"
@@ -230,7 +231,7 @@ std::int64_t val_count(double val_size, std::int64_t n) {
 }
 
 void DataOptions::visit(FieldVisitor& v) {
-  v.choice("format", format, "mnist (a folder of IDX files) | npy | csv | imagefolder");
+  v.choice("format", format, "mnist (a folder of IDX files) | npy | csv | imagefolder | webdataset (tar shards)");
   v.field("root", root, "folder of the data files (relative file names are resolved against it)");
   v.field("train_images", train_images, "mnist: training images IDX file (NAME or NAME.gz)");
   v.field("train_labels", train_labels, "mnist: training labels IDX file");
@@ -254,9 +255,9 @@ void DataOptions::visit(FieldVisitor& v) {
   v.field("std", std, "per-channel (or per-feature) std; empty: computed on the training split");
   v.field("num_classes", num_classes, "number of classes (the model's output width); 0: the largest label + 1");
   v.field("class_names", class_names, "class names; empty: the data set's defaults or 0..K-1");
-  v.field("channels", channels, "imagefolder: 0 keeps the first training image's (gray 1, colour 3); 1 or 3 convert");
+  v.field("channels", channels, "images: 0 keeps the first training image's (gray 1, colour 3); 1 or 3 convert");
   v.field("test_size", test_size,
-          "imagefolder: test samples held out when there is no test split: a count or a fraction in (0, 1)");
+          "images: test samples held out when there is no test split: a count or a fraction in (0, 1)");
   v.choice("split_by", split_by,
            "imagefolder: auto (folders, else the split column, else random) | folders | column | random | date");
   v.field("metadata", metadata, "imagefolder: a CSV beside the images with a file_name column (used when present)");
@@ -264,11 +265,25 @@ void DataOptions::visit(FieldVisitor& v) {
   v.field("date_column", date_column, "imagefolder metadata: column of ISO dates (YYYY-MM-DD...) for split_by = date");
   v.field("val_from", val_from, "split_by = date: first date of the validation split");
   v.field("test_from", test_from, "split_by = date: first date of the test split");
-  v.choice("on_bad_image", on_bad_image, "imagefolder: error (stop, naming the file) | skip (leave it out, counted)");
+  v.field("train_shards", train_shards,
+          "webdataset: the training shards, brace-expanded and relative to root (e.g. \"train-{000000..000099}.tar\")");
+  v.field("val_shards", val_shards, "webdataset: the validation shards; empty: data.val_size of the training samples");
+  v.field("test_shards", test_shards, "webdataset: the test shards; empty: data.test_size of the training samples");
+  v.field(
+      "label_key", label_key,
+      "webdataset: the member holding the label: cls (an integer or a class name), or json (field data.label_column)");
+  v.field("image_key", image_key, "webdataset: the image member's suffix (e.g. jpg); empty: the first image member");
+  v.field("shuffle_buffer", shuffle_buffer,
+          "webdataset: > 0 shuffles the shards, then samples through a buffer of this size (near-sequential reads); "
+          "0 shuffles all samples uniformly");
+  v.choice("on_bad_image", on_bad_image, "images: error (stop, naming the file) | skip (leave it out, counted)");
   v.list("train_transforms", train_transforms,
-         "imagefolder: augmentation of training samples, albumentations' names ([[data.train_transforms]])");
+         "images: augmentation of training samples, albumentations' names ([[data.train_transforms]])");
+  v.field("augment_preset", augment_preset,
+          "images: named training augmentation added after train_transforms (before a final Normalize): xray, "
+          "production_line or satellite (docs/augmentation.md lists their steps)");
   v.list("eval_transforms", eval_transforms,
-         "imagefolder: preprocessing of validation/test samples and of inference ([[data.eval_transforms]])");
+         "images: preprocessing of validation/test samples and of inference ([[data.eval_transforms]])");
 }
 
 void DataOptions::validate() const {
@@ -287,7 +302,15 @@ void DataOptions::validate() const {
   }
   GB_CHECK(channels == 0 || channels == 1 || channels == 3, InvalidArgument,
            "data.channels must be 0, 1 or 3, got " << channels, "0 keeps the images' own channel count");
-  if (format == DataFormat::kImageFolder) {
+  if (format == DataFormat::kWebDataset) {
+    GB_CHECK(!train_shards.empty(), InvalidArgument, "data.format = \"webdataset\" needs data.train_shards",
+             "e.g. train_shards = \"train-{000000..000009}.tar\" (relative to data.root)");
+    GB_CHECK(shuffle_buffer >= 0, InvalidArgument, "data.shuffle_buffer must be >= 0, got " << shuffle_buffer,
+             "0 shuffles uniformly; webdataset's usual buffer is 1000");
+    GB_CHECK(!label_key.empty(), InvalidArgument, "data.label_key must not be empty", "e.g. \"cls\"");
+  }
+  if (!augment_preset.empty()) preset_transforms(augment_preset);  // an unknown name: did-you-mean
+  if (is_image_format(format)) {
     GB_CHECK(test_size >= 0 && std::isfinite(test_size) && (test_size < 1 || test_size == std::floor(test_size)),
              InvalidArgument,
              "data.test_size must be a count or a fraction in (0, 1), got " << format_number(test_size),
@@ -348,6 +371,7 @@ void read_csv_splits(const DataOptions& options, RawSplit& train, RawSplit& test
 Splits load_splits(const DataOptions& options) {
   options.validate();
   if (options.format == DataFormat::kImageFolder) return load_image_folder(options);
+  if (options.format == DataFormat::kWebDataset) return load_webdataset(options);
   RawSplit train;
   RawSplit test;
   std::vector<std::string> feature_names;
@@ -361,7 +385,8 @@ Splits load_splits(const DataOptions& options) {
       test = read_npy_split(options, options.test_x, options.test_y);
       break;
     case DataFormat::kCsv: read_csv_splits(options, train, test, feature_names); break;
-    case DataFormat::kImageFolder: break;  // returned above
+    case DataFormat::kImageFolder:
+    case DataFormat::kWebDataset: break;  // returned above
   }
   GB_CHECK(train.x.size(0) > 0, DataLoss, train.x_source << ": the training set is empty", "check the data files");
   const auto shape_of = [](const at::Tensor& x) {

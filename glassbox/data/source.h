@@ -44,14 +44,18 @@
 
 namespace glassbox::data {
 
-enum class DataFormat { kMnist, kNpy, kCsv, kImageFolder };
-constexpr NameTable<DataFormat, 4> enum_names(DataFormat) {
+enum class DataFormat { kMnist, kNpy, kCsv, kImageFolder, kWebDataset };
+constexpr NameTable<DataFormat, 5> enum_names(DataFormat) {
   return {{{DataFormat::kMnist, "mnist"},
            {DataFormat::kNpy, "npy"},
            {DataFormat::kCsv, "csv"},
-           {DataFormat::kImageFolder, "imagefolder"}}};
+           {DataFormat::kImageFolder, "imagefolder"},
+           {DataFormat::kWebDataset, "webdataset"}}};
 }
 static_assert(is_complete_table(enum_names(DataFormat{})));
+
+// Formats whose samples are encoded image files (decoded, transformed and normalised per sample).
+constexpr bool is_image_format(DataFormat f) { return f == DataFormat::kImageFolder || f == DataFormat::kWebDataset; }
 
 // What a file that does not decode does: stop the run naming it, or leave it out (counted).
 enum class OnBadImage { kError, kSkip };
@@ -114,14 +118,25 @@ struct DataOptions {
   std::string date_column;                // metadata: ISO dates, for split_by = "date"
   std::string val_from;                   // split_by = "date": val_from <= date < test_from is validation
   std::string test_from;                  // ... and date >= test_from is the test split
+  // webdataset (see image_folder.h): tar shards, brace-expanded, relative to root.
+  std::string train_shards;         // e.g. "train-{000000..000099}.tar"
+  std::string val_shards;           // empty: data.val_size of the training samples
+  std::string test_shards;          // empty: data.test_size of the training samples
+  std::string label_key = "cls";    // the label's member: an integer or class name; "json": field label_column
+  std::string image_key;            // the image member's suffix; empty: the first with an image extension
+  std::int64_t shuffle_buffer = 0;  // > 0: shards shuffled, then a buffer of this many samples; 0: uniform
   OnBadImage on_bad_image = OnBadImage::kError;
   std::vector<TransformSpec> train_transforms;  // training samples, one draw per sample and epoch
-  std::vector<TransformSpec> eval_transforms;   // validation, test, eval, predict (deterministic)
-  std::vector<std::string> class_names;         // empty: dataset defaults or "0".."K-1"
-  std::int64_t num_classes = 0;                 // the model's output width; 0: max label + 1 (or the class names)
+  std::string augment_preset;                  // xray | production_line | satellite (augment.h), after train_transforms
+  std::vector<TransformSpec> eval_transforms;  // validation, test, eval, predict (deterministic)
+  std::vector<std::string> class_names;        // empty: dataset defaults or "0".."K-1"
+  std::int64_t num_classes = 0;                // the model's output width; 0: max label + 1 (or the class names)
   // Not a config key: false lets labels outside 0..num_classes-1 through (the doctor reads such
   // data to report on it instead of failing at load).
   bool check_labels = true;
+  // Not a config key: false leaves out the load-time checks of image files (on_bad_image =
+  // "error"); data inspect and data pack decode every file themselves and report the bad ones.
+  bool check_images = true;
 
   void visit(FieldVisitor& v);
   void validate() const;

@@ -41,11 +41,26 @@ Loss::Loss(LossOptions options, std::int64_t num_classes) : options_(std::move(o
   }
 }
 
+at::Tensor mixup_targets(const at::Tensor& targets, const at::Tensor& lam, std::int64_t num_classes, double smoothing) {
+  const double off = smoothing / static_cast<double>(num_classes);
+  const double on = 1.0 - smoothing + off;
+  const at::Tensor y1 = torch::full({targets.size(0), num_classes}, off,
+                                    torch::TensorOptions().dtype(torch::kFloat).device(targets.device()))
+                            .scatter_(1, targets.to(torch::kLong).view({-1, 1}), on);
+  const at::Tensor l = lam.to(y1.device(), torch::kFloat).view({-1, 1});
+  return y1 * l + y1.flip(0) * (1 - l);
+}
+
 at::Tensor Loss::operator()(const at::Tensor& logits, const at::Tensor& targets) const {
   const auto& o = options_;
+  const bool soft = targets.is_floating_point();
+  if (soft) {
+    GB_CHECK(targets.sizes() == logits.sizes(), InvalidArgument,
+             "soft targets " << targets.sizes() << " do not match the logits " << logits.sizes(), "");
+  }
   switch (o.name) {
     case LossKind::kCrossEntropy: {
-      auto opts = F::CrossEntropyFuncOptions().label_smoothing(o.label_smoothing);
+      auto opts = F::CrossEntropyFuncOptions().label_smoothing(soft ? 0.0 : o.label_smoothing);
       if (weights_.defined()) opts = opts.weight(weights_.to(logits.device(), logits.scalar_type()));
       switch (o.reduction) {
         case Reduction::kMean: opts = opts.reduction(torch::kMean); break;
@@ -56,7 +71,8 @@ at::Tensor Loss::operator()(const at::Tensor& logits, const at::Tensor& targets)
     }
     case LossKind::kFocal: break;
   }
-  at::Tensor ce = F::cross_entropy(logits, targets, F::CrossEntropyFuncOptions().reduction(torch::kNone));
+  at::Tensor ce = F::cross_entropy(logits, soft ? targets.to(logits.scalar_type()) : targets,
+                                   F::CrossEntropyFuncOptions().reduction(torch::kNone));
   at::Tensor pt = torch::exp(-ce);
   at::Tensor loss = o.alpha * torch::pow(1 - pt, o.gamma) * ce;
   switch (o.reduction) {

@@ -8,6 +8,11 @@
 //   Loss loss(o, /*num_classes=*/10);
 //   at::Tensor l = loss(logits, targets);   // logits [N, K] float, targets [N] int64 -> scalar
 //
+// Soft targets ([N, K] float probabilities, e.g. mixup_targets' of a MixUp/CutMix batch) are
+// used as they are - label smoothing is then already in them: cross_entropy is
+// sum_k -w_k y_k log p_k per sample (timm's SoftTargetCrossEntropy when unweighted), and focal
+// uses that soft CE as its CE.
+//
 // Thread safety: immutable after construction.
 #pragma once
 
@@ -44,6 +49,10 @@ struct LossOptions {
   void visit(FieldVisitor& v);
   void validate() const;
 };
+
+// timm's mixup_target: lam_i * y_i + (1 - lam_i) * y_{N-1-i}, each y one-hot with `smoothing`
+// (on 1 - smoothing + smoothing / K, off smoothing / K). targets [N] int64, lam [N] float32.
+at::Tensor mixup_targets(const at::Tensor& targets, const at::Tensor& lam, std::int64_t num_classes, double smoothing);
 
 class Loss {
  public:

@@ -120,6 +120,22 @@ TEST(LossReference, MatchesPyTorch) {
     ++checked;
   }
   EXPECT_EQ(checked, 24);
+
+  // A MixUp/CutMix batch: timm's soft targets, SoftTargetCrossEntropy, focal on the soft CE.
+  const auto& mx = j["mixed"];
+  const at::Tensor lam = torch::tensor(mx["lam"].get<std::vector<float>>());
+  const at::Tensor soft = mixup_targets(targets, lam, logits.size(1), mx["smoothing"].get<double>());
+  std::vector<float> want_soft;
+  for (const auto& row : mx["soft_targets"])
+    for (const auto& v : row) want_soft.push_back(v.get<float>());
+  EXPECT_TRUE(torch::allclose(soft, torch::tensor(want_soft).reshape({n, -1}), 1e-6, 1e-7));
+  LossOptions ce;
+  ce.label_smoothing = 0.1;  // already inside the soft targets: not applied twice
+  EXPECT_NEAR(Loss(ce, 5)(logits, soft).item<double>(), mx["cross_entropy"].get<double>(), 1e-5);
+  LossOptions focal;
+  focal.name = LossKind::kFocal;
+  focal.alpha = 0.75;
+  EXPECT_NEAR(Loss(focal, 5)(logits, soft).item<double>(), mx["focal_alpha_0.75_gamma_2"].get<double>(), 1e-5);
 }
 
 TEST(Loss, RejectsBadOptions) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -63,6 +64,42 @@ std::string run_python(const std::string& script, const std::vector<std::string>
     throw std::runtime_error("python failed (" + cmd + "): " + e);
   }
   return out;
+}
+
+// An uncompressed little-endian 2x2 TIFF with `bands` 8-bit samples per pixel, written by hand
+// (OpenCV's encoder refuses other counts than 1, 3 and 4).
+std::string tiff_with_bands(int bands) {
+  std::string t("II*\0", 4);
+  const auto u16 = [&](int v) { t.push_back(static_cast<char>(v & 0xFF)), t.push_back(static_cast<char>(v >> 8)); };
+  const auto u32 = [&](std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) t.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  };
+  const int entries = 10;
+  const std::uint32_t ifd = 8, bits_at = ifd + 2 + 12 * entries + 4, data_at = bits_at + 2 * bands;
+  u32(ifd);
+  u16(entries);
+  const auto entry = [&](int tag, int type, std::uint32_t count, std::uint32_t value) {
+    u16(tag), u16(type), u32(count);
+    if (type == 3 && count == 1) {
+      u16(static_cast<int>(value)), u16(0);
+    } else {
+      u32(value);
+    }
+  };
+  entry(256, 3, 1, 2);                                        // width
+  entry(257, 3, 1, 2);                                        // height
+  entry(258, 3, static_cast<std::uint32_t>(bands), bits_at);  // bits per sample (an array)
+  entry(259, 3, 1, 1);                                        // no compression
+  entry(262, 3, 1, bands >= 3 ? 2 : 1);                       // RGB or min-is-black
+  entry(273, 4, 1, data_at);                                  // strip offset
+  entry(277, 3, 1, static_cast<std::uint32_t>(bands));        // samples per pixel
+  entry(278, 3, 1, 2);                                        // rows per strip
+  entry(279, 4, 1, static_cast<std::uint32_t>(4 * bands));    // strip bytes
+  entry(284, 3, 1, 1);                                        // interleaved
+  u32(0);
+  for (int b = 0; b < bands; ++b) u16(8);
+  for (int i = 0; i < 4 * bands; ++i) t.push_back(static_cast<char>(10 * i));
+  return t;
 }
 
 }  // namespace glassbox::testing

@@ -24,6 +24,9 @@ fs::path python();
 std::string run_python(const std::string& script, const std::vector<std::string>& args = {});
 // Runs a shell command; returns {exit status, stdout+stderr}.
 std::pair<int, std::string> run_command(const std::string& command);
+// An uncompressed little-endian 2x2 TIFF with `bands` 8-bit samples per pixel, written by hand
+// (OpenCV's encoder refuses other counts than 1, 3 and 4): a multispectral tile.
+std::string tiff_with_bands(int bands);
 // Path of a built executable (e.g. "glassbox/cli/glassbox") under the build dir.
 fs::path build_path(const std::string& relative);
 

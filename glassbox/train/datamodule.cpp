@@ -1,6 +1,7 @@
 #include "glassbox/train/datamodule.h"
 
 #include "glassbox/base/error.h"
+#include "glassbox/data/mixup.h"
 
 namespace glassbox::train {
 
@@ -8,17 +9,28 @@ void DataModuleOptions::visit(FieldVisitor& v) {
   source.visit(v);
   v.field("eval_batch_size", eval_batch_size, "batch size for validation and test (0: twice the training batch size)");
   v.section("loader", [this](FieldVisitor& s) { loader.visit(s); });
+  v.section("mixup", [this](FieldVisitor& s) { mixup.visit(s); });
 }
 
 void DataModuleOptions::validate() const {
   source.validate();
   loader.validate();
+  mixup.validate();
   GB_CHECK(eval_batch_size >= 0, InvalidArgument, "data.eval_batch_size must be >= 0, got " << eval_batch_size,
            "use 0 for the default");
 }
 
 StandardDataModule::StandardDataModule(DataModuleOptions options) : options_(std::move(options)) {
   options_.validate();
+}
+
+data::BatchTransform StandardDataModule::train_batch_transform() const {
+  if (!options_.mixup.enabled()) return nullptr;
+  return [mix = options_.mixup](data::Batch b, std::uint64_t seed) {
+    data::AugmentRng rng(seed);
+    data::mix_batch(b, mix, rng);
+    return b;
+  };
 }
 
 void StandardDataModule::setup() {

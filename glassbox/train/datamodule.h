@@ -15,6 +15,7 @@
 #include "glassbox/base/config.h"
 #include "glassbox/data/dataset.h"
 #include "glassbox/data/loader.h"
+#include "glassbox/data/mixup.h"
 #include "glassbox/data/source.h"
 
 namespace glassbox::train {
@@ -41,12 +42,15 @@ class DataModule {
   // Loader options for the training split; evaluation splits use eval_loader_options().
   virtual data::LoaderOptions train_loader_options() const = 0;
   virtual data::LoaderOptions eval_loader_options() const = 0;
+  // What the training loader's workers apply to each batch (MixUp/CutMix); null: nothing.
+  virtual data::BatchTransform train_batch_transform() const { return nullptr; }
 };
 
 struct DataModuleOptions {
   data::DataOptions source;
   data::LoaderOptions loader;        // training loader (shuffle defaults to true)
   std::int64_t eval_batch_size = 0;  // 0: twice loader.batch_size
+  data::MixupOptions mixup;          // [data.mixup]: MixUp / CutMix of training batches
 
   DataModuleOptions() { loader.shuffle = true; }
   void visit(FieldVisitor& v);  // source fields at the top of [data], loader in [data.loader]
@@ -63,6 +67,7 @@ class StandardDataModule final : public DataModule {
   std::shared_ptr<const data::Dataset> test_dataset() const override { return splits_.test; }
   data::LoaderOptions train_loader_options() const override { return options_.loader; }
   data::LoaderOptions eval_loader_options() const override;
+  data::BatchTransform train_batch_transform() const override;
 
  private:
   DataModuleOptions options_;

@@ -131,7 +131,7 @@ void Trainer::setup(TaskModule& task, DataModule& data) {
     val_set_ = train_set_;
     lo.shuffle = false;
   }
-  train_loader_ = std::make_unique<data::Loader>(train_set_, lo);
+  train_loader_ = std::make_unique<data::Loader>(train_set_, lo, data_->train_batch_transform());
   const std::int64_t full = train_loader_->num_batches();
   num_train_batches_ = options_.fast_dev_run > 0
                            ? std::min(options_.fast_dev_run, full)

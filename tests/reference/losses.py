@@ -1,7 +1,8 @@
 """Reference values for glassbox's losses, computed with Python PyTorch.
 
 Prints JSON: the inputs (logits, targets) and, for each case, the options and PyTorch's loss.
-The focal loss is the usual definition written with torch.nn.functional.
+The focal loss is the usual definition written with torch.nn.functional; the soft-target
+(MixUp/CutMix) values are timm's.
 """
 import json
 
@@ -33,4 +34,17 @@ for alpha, gamma in ((1.0, 2.0), (0.75, 2.0), (0.25, 0.0), (1.0, 3.5)):
         v = focal(logits, targets, alpha, gamma, red)
         cases.append({"name": "focal", "alpha": alpha, "gamma": gamma, "reduction": red, "value": v.reshape(-1).tolist()})
 
-print(json.dumps({"logits": logits.tolist(), "targets": targets.tolist(), "cases": cases}))
+# MixUp/CutMix batches: timm's soft targets (mixup_target, smoothing 0.1) and its
+# SoftTargetCrossEntropy; focal on the soft cross-entropy.
+from timm.data.mixup import mixup_target  # noqa: E402
+from timm.loss import SoftTargetCrossEntropy  # noqa: E402
+
+lam = torch.linspace(0.05, 1.0, 13, dtype=torch.float32)
+soft = mixup_target(targets, 5, lam.unsqueeze(1), 0.1)
+soft_ce = SoftTargetCrossEntropy()(logits, soft)
+ce_rows = torch.sum(-soft * F.log_softmax(logits, dim=-1), dim=-1)
+soft_focal = (0.75 * (1 - torch.exp(-ce_rows)) ** 2.0 * ce_rows).mean()
+mixed = {"lam": lam.tolist(), "smoothing": 0.1, "soft_targets": soft.tolist(), "cross_entropy": soft_ce.item(),
+         "focal_alpha_0.75_gamma_2": soft_focal.item()}
+
+print(json.dumps({"logits": logits.tolist(), "targets": targets.tolist(), "cases": cases, "mixed": mixed}))
