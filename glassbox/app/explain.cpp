@@ -7,12 +7,16 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <opencv2/imgproc.hpp>
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
 #include "glassbox/base/progress.h"
 #include "glassbox/data/dataset.h"
+#include "glassbox/data/image.h"
+#include "glassbox/data/image_folder.h"
+#include "glassbox/data/image_preprocessing.h"
 #include "glassbox/data/npy.h"
 #include "glassbox/explain/attribution.h"
 #include "glassbox/explain/cam.h"
@@ -24,6 +28,38 @@ namespace glassbox::app {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The image-file data set under `ds` (through subsets), or null for tensors.
+const data::ImageDataset* image_root(const data::Dataset& ds) {
+  const data::Dataset* d = &ds;
+  while (const auto* sub = dynamic_cast<const data::SubsetDataset*>(d)) d = sub->base().get();
+  return dynamic_cast<const data::ImageDataset*>(d);
+}
+
+// A heat map computed on the model's input, drawn over the original file: the eval transforms'
+// geometry (data::source_affine) maps it back; what the model never saw (cropped away) is dimmed.
+// False when the geometry cannot be inverted.
+bool write_original_overlay(const std::filesystem::path& out, const data::ImageDataset& images, std::int64_t file,
+                            const at::Tensor& map) {
+  const data::ImageRef& ref = images.files().at(static_cast<std::size_t>(file));
+  cv::Mat original = data::read_image(ref, static_cast<int>(images.options().channels));
+  const data::Pipeline none;
+  const auto a = data::source_affine(original, images.options().pipeline ? *images.options().pipeline : none);
+  if (!a) return false;
+  const at::Tensor m = map.to(torch::kCPU, torch::kFloat).contiguous();
+  const cv::Mat cam(static_cast<int>(m.size(0)), static_cast<int>(m.size(1)), CV_32F, m.data_ptr<float>());
+  cv::Mat warped;
+  cv::warpAffine(cam, warped, cv::Mat(*a), original.size(), cv::INTER_LINEAR, cv::BORDER_CONSTANT, cv::Scalar(-1));
+  const at::Tensor w = torch::from_blob(warped.data, {1, warped.rows, warped.cols}, torch::kFloat).clone();
+  const at::Tensor seen = w.ge(0);
+  const at::Tensor img = data::image_to_tensor(original).unsqueeze(0).to(torch::kFloat).div(255);
+  at::Tensor rgb = explain::overlay_heatmap(img, w.clamp_min(0), 0.5)[0];  // [H, W, 3] uint8
+  const at::Tensor plain =
+      (img[0].permute({1, 2, 0}).expand({img.size(2), img.size(3), 3}) * 255 * 0.35).round().to(torch::kUInt8);
+  rgb = torch::where(seen[0].unsqueeze(2), rgb, plain);
+  explain::write_rgb_png(out, rgb);
+  return true;
+}
 
 // What index.json says of one explained sample; `probs`: its class probabilities [K] float64.
 nlohmann::json item_json(std::int64_t index, std::int64_t file_index, std::int64_t label, std::int64_t target,
@@ -210,6 +246,7 @@ nlohmann::json explain_checkpoint(const ExplainRequest& r) {
   std::string layer_used;
   std::vector<at::Tensor> all_maps;
   const at::Tensor file_index = data::root_indices(*ds, torch::tensor(chosen, torch::kLong));
+  const data::ImageDataset* images = image_root(*ds);
   const auto total = static_cast<std::int64_t>(chosen.size());
   ProgressBar bar(std::cerr, total > 16);
   bar.start(explain::cam_method_name(co.method), total);
@@ -231,6 +268,13 @@ nlohmann::json explain_checkpoint(const ExplainRequest& r) {
     for (std::size_t j = 0; j < part.size(); ++j) {
       const std::int64_t idx = part[j];
       const std::int64_t label = b.targets[static_cast<std::int64_t>(j)].item<std::int64_t>();
+      const std::int64_t file = file_index[static_cast<std::int64_t>(start + j)].item<std::int64_t>();
+      std::string original_name;
+      if (images != nullptr) {
+        original_name = fmt::format("sample-{}-original.png", idx);
+        if (!write_original_overlay(dir / original_name, *images, file, cam.maps[static_cast<std::int64_t>(j)]))
+          original_name.clear();
+      }
       const std::string heat_name = fmt::format("sample-{}-heatmap.png", idx),
                         over_name = fmt::format("sample-{}-overlay.png", idx);
       explain::write_rgb_png(dir / heat_name, heat[static_cast<std::int64_t>(j)]);
@@ -240,6 +284,8 @@ nlohmann::json explain_checkpoint(const ExplainRequest& r) {
                                       t, probs[static_cast<std::int64_t>(j)], names);
       item["heatmap"] = heat_name;
       item["overlay"] = over_name;
+      if (images != nullptr) item["file"] = images->files().at(static_cast<std::size_t>(file)).name();
+      if (!original_name.empty()) item["original_overlay"] = original_name;
       items.push_back(item);
     }
     bar.update(static_cast<std::int64_t>(std::min(chosen.size(), start + 16)), "", 0.0);

@@ -19,6 +19,7 @@
 #include "glassbox/base/files.h"
 #include "glassbox/base/progress.h"
 #include "glassbox/core/device.h"
+#include "glassbox/data/image_preprocessing.h"
 #include "glassbox/data/source.h"
 #include "glassbox/nn/registry.h"
 #include "glassbox/nn/script_model.h"
@@ -81,7 +82,7 @@ std::vector<std::string> read_labels(const fs::path& path) {
 
 double data_scale(const data::DataOptions& d) {
   if (d.format == data::DataFormat::kMnist) return 1.0 / 255.0;
-  if (d.format == data::DataFormat::kImageFolder) {
+  if (data::is_image_format(d.format)) {
     // 8-bit pixels; a Normalize step divides by its max_pixel_value instead of 255.
     if (!d.eval_transforms.empty() && d.eval_transforms.back().name == "Normalize") {
       const auto& r = d.eval_transforms.back().reals;
@@ -203,7 +204,7 @@ nn::ModelContract resolve_contract(const ScriptSource& s, nn::Model* model, std:
   return c;
 }
 
-LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& device) {
+LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& device, bool with_data) {
   GB_CHECK(!s.model.empty(), InvalidArgument, "no model given", "pass --model model.pt (a torch.jit.save file)");
   nn::ScriptModelOptions so;
   so.name = s.model.stem().string();
@@ -259,6 +260,20 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
              "point the [data] section (CONFIG or --set data.root=...) at the data the model was trained on, or fix "
              "input.shape");
   };
+  if (!with_data) {
+    m.info.sample_shape = c.input_shape;
+    m.info.num_classes = c.num_classes;
+    m.info.class_names = c.class_names();
+    m.info.mean = c.mean;
+    m.info.std = c.std;
+    m.info.feature_names = c.feature_names;
+    m.model = std::move(model);
+    m.device = resolve_device(device);
+    m.model->module()->to(m.device);
+    m.model->module()->eval();
+    m.outputs_probabilities = c.output_kind == nn::OutputKind::kProbabilities;
+    return m;
+  }
   m.test_only = read_test_alone(m.config.data.source);
   m.data = std::make_shared<train::StandardDataModule>(m.config.data);
   try {
@@ -325,6 +340,17 @@ nn::ModelContract contract_for(const train::RunConfig& config, const train::Data
   } else {
     // glassbox's image data (IDX, npy) is read as it is stored; 3 channels are taken as RGB.
     c.channel_order = default_channel_order(c.input_shape);
+  }
+  // Image files: how an encoded image becomes the raw sample (decode + the eval transforms).
+  if (data::is_image_format(config.data.source.format) && c.layout == nn::InputLayout::kNCHW) {
+    const data::ImagePreprocessing pre = data::image_preprocessing_of(config.data.source, c.input_shape[0]);
+    c.image = data::to_json(pre);
+    if (!pre.transforms.empty() && pre.transforms.back().name == "Normalize") {
+      // A Normalize of the image's own statistics: its float output is the model's input.
+      c.scale = 1.0;
+      c.mean.clear();
+      c.std.clear();
+    }
   }
   c.labels = info.class_names;
   if (static_cast<std::int64_t>(c.labels.size()) != c.num_classes) c.labels.clear();

@@ -119,7 +119,9 @@ struct ScriptSource {
 // zeros of the input shape). *origin (optional) receives where it came from.
 nn::ModelContract resolve_contract(const ScriptSource& source, nn::Model* model, std::string* origin = nullptr);
 
-LoadedModel load_script_for_inference(const ScriptSource& source, const std::string& device = "cpu");
+// with_data = false (predict on files): no data module; info comes from the contract alone.
+LoadedModel load_script_for_inference(const ScriptSource& source, const std::string& device = "cpu",
+                                      bool with_data = true);
 
 // Which model a command works on, as the command line gives it: a checkpoint, or a TorchScript
 // file with its contract (sidecar and/or flags) and a config whose [data] section gives the samples

@@ -13,6 +13,7 @@
 #include "glassbox/data/csv.h"
 #include "glassbox/data/image.h"
 #include "glassbox/data/image_folder.h"
+#include "glassbox/data/image_preprocessing.h"
 #include "glassbox/data/npy.h"
 
 namespace glassbox::app {
@@ -108,29 +109,42 @@ std::vector<fs::path> image_inputs(const fs::path& input) {
   return files;
 }
 
-// Images decoded and run through the checkpoint's eval pipeline and normalisation: the tensors
-// its validation saw. A TorchScript file's contract has no pipeline: its images must already
-// have the contract's size.
-at::Tensor image_batch(const std::vector<fs::path>& files, const LoadedModel& m, const nn::ModelContract& c) {
-  data::ImageDatasetOptions o;
-  o.channels = c.input_shape.at(0);
-  o.sample_shape = c.input_shape;
-  o.num_classes = c.num_classes;
-  const auto& d = m.config.data.source;
-  if (d.format == data::DataFormat::kImageFolder) {
-    auto pipe = std::make_shared<const data::Pipeline>(data::make_pipeline(d.eval_transforms, "data.eval_transforms"));
-    if (!pipe->empty()) o.pipeline = pipe;
-    o.pipeline_normalizes = !d.eval_transforms.empty() && d.eval_transforms.back().name == "Normalize";
-  }
-  if (!o.pipeline_normalizes) {
-    o.mean = c.mean;
-    o.std = c.std;
-  }
-  const data::ImageDataset ds(files, torch::zeros({static_cast<std::int64_t>(files.size())}, torch::kLong), o);
-  std::vector<at::Tensor> out;
-  for (std::int64_t i = 0; i < ds.size(); ++i)
-    out.push_back(ds.to_tensor(ds.sample(i, 0), files[static_cast<std::size_t>(i)]));
-  return torch::stack(out);
+// Images decoded and run through the contract's image preprocessing (the run's eval pipeline)
+// and normalisation: the tensors its validation saw. A contract without one (a TorchScript file
+// exported elsewhere) decodes to its channel count, and the images must have its size.
+at::Tensor image_batch(const std::vector<fs::path>& files, const nn::ModelContract& c) {
+  const data::ImagePreprocessing spec = c.image.is_null()
+                                            ? data::ImagePreprocessing{c.input_shape.at(0), {}}
+                                            : data::image_preprocessing_from_json(c.image, "the model's contract");
+  const data::ImagePreprocessor pre(spec);
+  const auto n = static_cast<std::int64_t>(files.size());
+  at::Tensor out = torch::empty({n, c.input_shape[0], c.input_shape[1], c.input_shape[2]}, torch::kFloat);
+  const auto channels = c.input_shape[0];
+  const auto stat = [&](const std::vector<double>& v, std::int64_t ch, double fallback) {
+    return v.empty() ? fallback : v.size() == 1 ? v[0] : v[static_cast<std::size_t>(ch)];
+  };
+  std::vector<std::exception_ptr> errors(files.size());
+  at::parallel_for(0, n, 8, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      try {
+        const fs::path& f = files[static_cast<std::size_t>(i)];
+        const at::Tensor t = pre(read_file(f), f.string());
+        GB_CHECK(t.sizes().vec() == c.input_shape, InvalidArgument,
+                 f.string() << ": the image comes out " << t.sizes() << " (C, H, W) but the model takes "
+                            << c10::IntArrayRef(c.input_shape),
+                 c.image.is_null() ? "resize the images to the model's size (its contract has no image preprocessing)"
+                                   : "the contract's transforms must end at the model's size: add a Resize step");
+        at::Tensor x = t.to(torch::kFloat) * c.scale;
+        for (std::int64_t ch = 0; ch < channels; ++ch) x[ch].sub_(stat(c.mean, ch, 0.0)).div_(stat(c.std, ch, 1.0));
+        out[i].copy_(x);
+      } catch (...) {
+        errors[static_cast<std::size_t>(i)] = std::current_exception();
+      }
+    }
+  });
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
 }
 
 // A field's text inside double quotes ("" for a quote).
@@ -155,7 +169,7 @@ PredictOutcome run_predict(const PredictRequest& r) {
   GB_CHECK(r.batch_size > 0, InvalidArgument, "--batch-size must be positive, got " << r.batch_size, "use 512");
   const ScriptSource script = script_source(r.model);
   LoadedModel m = script.model.empty() ? load_checkpoint_for_inference(r.model.checkpoint, r.device)
-                                       : load_script_for_inference(script, r.device);
+                                       : load_script_for_inference(script, r.device, /*with_data=*/false);
   const nn::ModelContract contract = script.model.empty() ? contract_for_checkpoint(m) : m.contract;
   // The contract of a TorchScript file applies channel reversal inside ScriptModel already.
   nn::ModelContract pre = contract;
@@ -168,7 +182,7 @@ PredictOutcome run_predict(const PredictRequest& r) {
     GB_CHECK(contract.layout == nn::InputLayout::kNCHW, InvalidArgument, "the model takes feature vectors, not images",
              "give a .csv or .npy of features");
     images = image_inputs(r.input);
-    x = image_batch(images, m, pre);  // preprocessed already
+    x = image_batch(images, pre);  // preprocessed already
   } else if (ext == ".npy") {
     x = data::read_npy(r.input);
   } else if (ext == ".csv") {

@@ -26,6 +26,7 @@ struct ExportArgs {
   std::int32_t instances = 1;
   bool gpu = false;
   std::string platform = "pytorch_libtorch";
+  std::string image_input = "encoded";
   bool trainable_only = false;
   bool json = false;
 };
@@ -57,6 +58,11 @@ void add_export(CLI::App& app) {
                   "repository: pytorch_libtorch (preprocessed FP32 input, as Triton serves it) or glassbox (raw input: "
                   "the server applies the contract's preprocessing and answers probabilities)")
       ->check(CLI::IsMember({"pytorch_libtorch", "glassbox"}));
+  cmd->add_option("--image-input", a->image_input,
+                  "repository, platform glassbox, a run on image files: encoded (the input is the JPEG/PNG file's "
+                  "bytes, decoded and transformed by the server as in training) or pixels (uint8 [C, H, W])")
+      ->check(CLI::IsMember({"encoded", "pixels"}))
+      ->capture_default_str();
   cmd->add_flag("--trainable-only", a->trainable_only,
                 "weights: only the tensors that were trained (trainer.freeze left out)");
   cmd->add_flag("--json", a->json, "print what was written as JSON");
@@ -87,6 +93,7 @@ void add_export(CLI::App& app) {
     r.repository.instance_count = a->instances;
     r.repository.instance_kind = a->gpu ? exporter::InstanceKind::kGpu : exporter::InstanceKind::kCpu;
     r.repository.raw_input = a->platform == "glassbox";
+    r.repository.encoded_images = a->image_input == "encoded";
     const app::ExportOutcome outcome = app::run_export(job);
     if (a->json) {
       std::cout << outcome.to_json().dump(2) << "\n";

@@ -595,18 +595,20 @@ triton::ModelConfig make_model_config(const std::string& name, const nn::ModelCo
   c.set_name(name);
   c.set_platform(options.raw_input ? "glassbox" : kTorchScriptPlatform);
   // Raw pixels travel as bytes when the contract scales them from 0..255.
+  const bool encoded = options.raw_input && options.encoded_images && !contract.image.is_null();
   const bool bytes =
       options.raw_input && contract.layout == nn::InputLayout::kNCHW && std::abs(contract.scale * 255.0 - 1.0) < 1e-9;
-  const triton::DataType input_type = bytes ? triton::TYPE_UINT8 : triton::TYPE_FP32;
+  const triton::DataType input_type = encoded ? triton::TYPE_STRING : bytes ? triton::TYPE_UINT8 : triton::TYPE_FP32;
+  const std::vector<std::int64_t> input_dims = encoded ? std::vector<std::int64_t>{1} : contract.input_shape;
   c.mutable_version_policy()->mutable_latest()->set_num_versions(options.latest_versions);
   c.set_max_batch_size(options.max_batch_size);
 
   triton::ModelInput* in = c.add_input();
   in->set_name(kTorchScriptInput);
   in->set_data_type(input_type);
-  if (contract.layout == nn::InputLayout::kNCHW && contract.input_shape.size() == 3)
+  if (!encoded && contract.layout == nn::InputLayout::kNCHW && contract.input_shape.size() == 3)
     in->set_format(triton::ModelInput::FORMAT_NCHW);
-  for (std::int64_t d : contract.input_shape) in->add_dims(d);
+  for (std::int64_t d : input_dims) in->add_dims(d);
 
   triton::ModelOutput* out = c.add_output();
   out->set_name(kTorchScriptOutput);
@@ -654,7 +656,7 @@ triton::ModelConfig make_model_config(const std::string& name, const nn::ModelCo
     w->set_count(1);
     triton::ModelWarmup::Input& wi = (*w->mutable_inputs())[kTorchScriptInput];
     wi.set_data_type(input_type);
-    for (std::int64_t d : contract.input_shape) wi.add_dims(d);
+    for (std::int64_t d : input_dims) wi.add_dims(d);
     wi.set_zero_data(true);
   }
   validate_model_config(c, name);

@@ -58,6 +58,10 @@ struct ModelConfigOptions {
   // TYPE_FP32) and the server applies the contract's preprocessing (scale, mean/std per channel or
   // feature, channel order) before the model, and answers probabilities.
   bool raw_input = false;
+  // platform "glassbox" with a contract that has preprocessing.image (a run on image files): the
+  // input is the encoded image file (TYPE_STRING dims [1]: JPEG, PNG, ... bytes), which the server
+  // decodes and transforms as in training; false sends decoded pixels (TYPE_UINT8 [C, H, W]).
+  bool encoded_images = true;
 
   // InvalidArgument naming the option: max_batch_size >= 0, preferred sizes in 1..max_batch_size,
   // instance_count >= 1, gpus only with kGpu and >= 0, latest_versions >= 1.

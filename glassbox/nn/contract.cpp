@@ -94,6 +94,16 @@ void ModelContract::validate() const {
   for (double m : mean)
     GB_CHECK(std::isfinite(m), InvalidArgument, "contract preprocessing.mean holds " << m,
              "means must be finite numbers");
+  if (!image.is_null()) {
+    GB_CHECK(layout == InputLayout::kNCHW && image.is_object() && image.contains("channels") &&
+                 image["channels"].is_number_integer() && image["channels"].get<std::int64_t>() == channels &&
+                 image.contains("transforms") && image["transforms"].is_array(),
+             InvalidArgument,
+             "contract preprocessing.image must be {\"channels\": " << channels << ", \"transforms\": [...]} for an "
+                                                                    << name_of(layout) << " input of " << channels
+                                                                    << " channels",
+             "write it with glassbox export, or remove it for models fed raw pixels");
+  }
   GB_CHECK(!input_name.empty() && !output_name.empty() && input_name != output_name, InvalidArgument,
            "contract input.name \"" << input_name << "\" and output.name \"" << output_name
                                     << "\" must be distinct and non-empty",
@@ -115,6 +125,11 @@ ModelContract parse_contract(const std::string& json_text, const std::string& so
     GB_THROW(DataLoss, source << " is not valid JSON: " << e.what(), "write the contract as JSON (docs/export.md)");
   }
   ModelContract c;
+  if (j.is_object() && j.contains("preprocessing") && j["preprocessing"].is_object() &&
+      j["preprocessing"].contains("image")) {
+    c.image = j["preprocessing"]["image"];
+    j["preprocessing"].erase("image");
+  }
   from_json(j, source, visit_fn(c));
   try {
     c.validate();
@@ -132,7 +147,9 @@ ModelContract read_contract(const std::filesystem::path& path) {
 
 std::string contract_to_json(const ModelContract& contract) {
   ModelContract copy = contract;
-  return to_json(visit_fn(copy)).dump(2) + "\n";
+  nlohmann::json j = to_json(visit_fn(copy));
+  if (!contract.image.is_null()) j["preprocessing"]["image"] = contract.image;
+  return j.dump(2) + "\n";
 }
 
 void write_contract(const std::filesystem::path& path, const ModelContract& contract) {

@@ -13,12 +13,17 @@
 // The preprocessing it describes, per channel c of a raw sample r (uint8 pixels or raw features):
 //   input[c] = (r[c] * scale - mean[c]) / std[c]
 // mean/std hold one value per channel (or one value for all); empty means none.
+// preprocessing.image (models trained on image files) says how an encoded image (JPEG, PNG, ...)
+// becomes the raw sample: decoded to `channels` (1 gray, 3 RGB), then the eval transforms
+// (albumentations' names, data/image_preprocessing.h reads them), then the formula above. nn keeps
+// it as JSON, checked only for its shape here; null when absent.
 // JSON shape (unknown keys are errors naming the closest known key):
 //   {"format": "glassbox-contract", "version": 1, "name": "...", "architecture": "cnn",
 //    "input": {"name": "input", "shape": [1, 28, 28], "dtype": "float32", "layout": "NCHW"},
 //    "output": {"name": "logits", "num_classes": 10, "kind": "logits"},
 //    "preprocessing": {"scale": 0.00392156862745098, "mean": [0.286], "std": [0.353],
-//                      "channel_order": "gray"},
+//                      "channel_order": "gray",
+//                      "image": {"channels": 3, "transforms": [{"name": "Resize", ...}]}},
 //    "labels": ["T-shirt/top", ...]}
 // Thread safety: a value type.
 #pragma once
@@ -27,6 +32,8 @@
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "glassbox/base/config.h"
 
@@ -81,6 +88,7 @@ struct ModelContract {
   ChannelOrder channel_order = ChannelOrder::kGray;
 
   std::vector<std::string> labels;  // class names, index order; empty: "0".."K-1"
+  nlohmann::json image;             // preprocessing.image, or null
 
   void visit(FieldVisitor& v);
   // InvalidArgument naming the field: shape/layout rank, mean/std length, positive std, labels

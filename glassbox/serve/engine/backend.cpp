@@ -9,12 +9,14 @@
 #include <iostream>
 #include <mutex>
 
+#include <opencv2/core.hpp>
 #include <torch/cuda.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
+#include "glassbox/data/image.h"
 #include "glassbox/serve/engine/model_plan.h"
 #include "glassbox/serve/engine/torch_io.h"
 
@@ -115,6 +117,16 @@ std::vector<Tensor> warmup_sample(const Plan& p, const triton::ModelWarmup& w) {
                                ? at::rand(dims, gen, at::TensorOptions().dtype(at::kFloat)).to(in.dtype)
                                : at::randint(0, in.dtype == at::kBool ? 2 : 100, dims, gen, at::kLong).to(in.dtype);
       data.assign(static_cast<const char*>(r.data_ptr()), r.nbytes());
+    } else if (in.bytes && p.image) {
+      // Encoded images: a black PNG of the model's size for each element.
+      const cv::Mat black(static_cast<int>(p.image_shape[1]), static_cast<int>(p.image_shape[2]),
+                          CV_8UC(static_cast<int>(p.image->spec().channels)), cv::Scalar::all(0));
+      const std::string png = data::encode_png(black);
+      for (std::int64_t k = 0; k < count; ++k) {
+        const auto len = static_cast<std::uint32_t>(png.size());
+        for (int b = 0; b < 4; ++b) data.push_back(static_cast<char>((len >> (8 * b)) & 0xff));
+        data += png;
+      }
     } else {  // zero_data (and random_data for BYTES: empty strings)
       data.assign(static_cast<std::size_t>(count) * (in.bytes ? 4 : c10::elementSize(in.dtype)), '\0');
     }
@@ -160,6 +172,12 @@ class TorchInstance final : public ModelInstance {
     std::vector<c10::IValue> args(p.forward_args);
     for (std::size_t j = 0; j < p.inputs.size(); ++j) {
       const InputPlan& in = p.inputs[j];
+      if (in.bytes && p.image) {
+        at::Tensor x = decode_images(detail::gather_strings(items, j, p.model, in.name), in);
+        if (!device_.is_cpu()) x = x.to(device_);
+        args[in.arg] = preprocess(std::move(x));
+        continue;
+      }
       if (in.bytes) {
         args[in.arg] = detail::gather_strings(items, j, p.model, in.name);
         continue;
@@ -205,6 +223,33 @@ class TorchInstance final : public ModelInstance {
                        << " elements, its reshape " << shape_string(shape) << " needs " << element_count(shape),
              std::string("send the shape config.pbtxt's dims give"));
     return x.reshape(shape);
+  }
+
+  // Encoded images -> [B, C, H, W] raw samples, decoded in parallel on this instance's threads.
+  at::Tensor decode_images(const c10::List<std::string>& images, const InputPlan& in) const {
+    const Plan& p = *plan_;
+    const auto n = static_cast<std::int64_t>(images.size());
+    std::vector<at::Tensor> out(static_cast<std::size_t>(n));
+    std::vector<std::string> errors(static_cast<std::size_t>(n));
+    at::parallel_for(0, n, 1, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i) {
+        const std::string what = "image " + std::to_string(i) + " of input '" + in.name + "'";
+        try {
+          at::Tensor t = (*p.image)(images.get(static_cast<std::size_t>(i)), what);
+          if (t.sizes().vec() != p.image_shape)
+            errors[static_cast<std::size_t>(i)] = what + " comes out " + shape_string(t.sizes().vec()) +
+                                                  " after the contract's transforms, the model takes " +
+                                                  shape_string(p.image_shape);
+          out[static_cast<std::size_t>(i)] = std::move(t);
+        } catch (const Error& err) {
+          errors[static_cast<std::size_t>(i)] = err.message();
+        }
+      }
+    });
+    for (const std::string& e : errors)
+      GB_CHECK(e.empty(), InvalidArgument, p.who() << ": " << e,
+               std::string("send JPEG, PNG, BMP, TIFF or WebP files' bytes, one per sample"));
+    return at::stack(out);
   }
 
   at::Tensor preprocess(at::Tensor x) const {

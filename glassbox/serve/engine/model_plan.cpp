@@ -120,7 +120,9 @@ void plan_inputs(Plan& p, const torch::jit::Module& module) {
              std::string("give each input its own INPUT__i index"));
     const c10::TypePtr& type = args[ip.arg]->type();
     const bool tensor_arg = type->kind() == c10::TypeKind::TensorType;
-    GB_CHECK(!(ip.bytes && tensor_arg) && !(!ip.bytes && is_string_list(type)), InvalidArgument,
+    // glassbox decodes a TYPE_STRING input of encoded images into the Tensor forward() takes.
+    const bool decoded = ip.bytes && tensor_arg && p.platform == Platform::kGlassbox;
+    GB_CHECK(decoded || (!(ip.bytes && tensor_arg) && !(!ip.bytes && is_string_list(type))), InvalidArgument,
              p.who() << ": input '" << in.name() << "' is " << triton::DataType_Name(in.data_type())
                      << " in config.pbtxt but forward() argument '" << arg_names[ip.arg] << "' is "
                      << type->annotation_str(),
@@ -169,14 +171,28 @@ void plan_glassbox(Plan& p, const exporter::RepositoryEntry& entry) {
            p.who() << ": platform glassbox takes one input, config.pbtxt lists " << p.inputs.size(),
            std::string("describe the raw input only (the contract's preprocessing makes the model's input)"));
   const triton::ModelInput& in = p.config.input(0);
-  GB_CHECK(in.data_type() == triton::TYPE_UINT8 || in.data_type() == triton::TYPE_FP32, InvalidArgument,
-           p.who() << ": platform glassbox takes TYPE_UINT8 or TYPE_FP32 raw data, input '" << in.name() << "' is "
-                   << triton::DataType_Name(in.data_type()),
-           std::string("use TYPE_UINT8 for pixels or TYPE_FP32"));
-  GB_CHECK(to_vector(in.dims()) == c.input_shape && !in.has_reshape(), InvalidArgument,
-           p.who() << ": input '" << in.name() << "' has dims " << shape_string(to_vector(in.dims()))
-                   << " but the contract's input shape is " << shape_string(c.input_shape),
-           std::string("set dims: ") + shape_string(c.input_shape));
+  if (in.data_type() == triton::TYPE_STRING) {
+    // Encoded images (JPEG, PNG, ...): one per sample, preprocessed as the contract says.
+    GB_CHECK(!c.image.is_null(), InvalidArgument,
+             p.who() << ": input '" << in.name() << "' is TYPE_STRING but the contract has no preprocessing.image",
+             std::string("export the model from a run on image files, or send pixels (TYPE_UINT8 dims ") +
+                 shape_string(c.input_shape) + ")");
+    GB_CHECK(to_vector(in.dims()) == std::vector<std::int64_t>{1} && !in.has_reshape(), InvalidArgument,
+             p.who() << ": encoded-image input '" << in.name() << "' has dims " << shape_string(to_vector(in.dims())),
+             std::string("set dims: [ 1 ] (one encoded image per sample)"));
+    p.image = std::make_shared<const data::ImagePreprocessor>(
+        data::image_preprocessing_from_json(c.image, (entry.dir / exporter::kContractFile).string()));
+    p.image_shape = c.input_shape;
+  } else {
+    GB_CHECK(in.data_type() == triton::TYPE_UINT8 || in.data_type() == triton::TYPE_FP32, InvalidArgument,
+             p.who() << ": platform glassbox takes TYPE_UINT8 or TYPE_FP32 raw data (or TYPE_STRING encoded images), "
+                     << "input '" << in.name() << "' is " << triton::DataType_Name(in.data_type()),
+             std::string("use TYPE_UINT8 for pixels or TYPE_FP32"));
+    GB_CHECK(to_vector(in.dims()) == c.input_shape && !in.has_reshape(), InvalidArgument,
+             p.who() << ": input '" << in.name() << "' has dims " << shape_string(to_vector(in.dims()))
+                     << " but the contract's input shape is " << shape_string(c.input_shape),
+             std::string("set dims: ") + shape_string(c.input_shape));
+  }
   const std::int64_t channels = c.input_shape.at(0);
   for (std::int64_t ch = 0; ch < channels; ++ch) {
     const auto at = [&](const std::vector<double>& v, double fallback) {

@@ -23,6 +23,7 @@
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
+#include "glassbox/data/image_preprocessing.h"
 #include "glassbox/export/repository.h"
 #include "glassbox/serve/engine/api.h"
 
@@ -82,6 +83,10 @@ struct Plan {
   std::vector<float> pre_mul, pre_sub;
   std::vector<std::int64_t> pre_shape;  // [C, 1, ...] broadcasting over one sample
   bool flip_channels = false;
+  // glassbox with a BYTES input: each element is an encoded image, decoded and transformed as
+  // the contract's preprocessing.image says into a raw sample of shape image_shape.
+  std::shared_ptr<const data::ImagePreprocessor> image;
+  std::vector<std::int64_t> image_shape;
   bool probabilities = false;
 
   std::string who() const { return "model '" + model + "' version " + std::to_string(version); }
