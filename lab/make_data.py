@@ -25,6 +25,9 @@ Idempotent: DIR/.stamp records a hash of this script and the scenario name; a sc
 matches and whose files all exist is skipped (--force rewrites it). Files are written to a
 temporary name and renamed, so an interrupted run never leaves a half-written array behind.
 
+Image-folder scenarios write `DIR/train/<class>/*.png` and `DIR/test/<class>/*.png` instead (and
+DIR/.complete when every file is there), PNGs encoded with zlib.
+
 Needs numpy only. Errors are one line on stderr with exit status 2.
 """
 
@@ -32,7 +35,9 @@ import argparse
 import gzip
 import hashlib
 import os
+import struct
 import sys
+import zlib
 
 import numpy as np
 
@@ -254,6 +259,63 @@ def _train_test_leakage(fashion):
 
 
 # --------------------------------------------------------------------------------------------
+# Image-folder scenarios: {subdir: {"files": {relative path: bytes}}}, written as files.
+
+def png_gray(img):
+    """An 8-bit gray PNG of a uint8 [H, W] array (zlib only: no imaging library needed)."""
+    h, w = img.shape
+    raw = b"".join(b"\x00" + img[r].tobytes() for r in range(h))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+
+
+CLASS_FOLDERS = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "boot"]
+
+
+def image_folder(b, n_train=3000, n_test=1000):
+    """train/<class>/NNNNN.png and test/<class>/NNNNN.png of the base sample's first images."""
+    files = {}
+    for split, n in (("train", n_train), ("test", n_test)):
+        for i in range(n):
+            label = int(b[split + "_y"][i])
+            files[f"{split}/{CLASS_FOLDERS[label]}/{i:05d}.png"] = png_gray(b[split + "_x"][i])
+    return files
+
+
+@scenario("image-train-test-leakage", "PNG folders; 300 of the 1000 test images also copied into train/ under new names")
+def _image_train_test_leakage(fashion):
+    b = base_sample(fashion)
+    clean = image_folder(b)
+    leaky = dict(clean)
+    rng = np.random.default_rng(12)
+    for j, i in enumerate(sorted(rng.choice(1000, size=300, replace=False))):
+        label = int(b["test_y"][i])
+        leaky[f"train/{CLASS_FOLDERS[label]}/copy-{j:04d}.png"] = clean[f"test/{CLASS_FOLDERS[label]}/{i:05d}.png"]
+    return {"": {"files": leaky}, "fixed": {"files": clean}}
+
+
+@scenario("image-unreadable", "PNG folders; 150 of the 3000 training images cut short by a broken copy")
+def _image_unreadable(fashion):
+    b = base_sample(fashion)
+    clean = image_folder(b)
+    broken = dict(clean)
+    rng = np.random.default_rng(13)
+    for i in sorted(rng.choice(3000, size=150, replace=False)):
+        key = f"train/{CLASS_FOLDERS[int(b['train_y'][i])]}/{i:05d}.png"
+        broken[key] = broken[key][: len(broken[key]) // 2]
+    return {"": {"files": broken}, "fixed": {"files": clean}}
+
+
+@scenario("image-unnormalized", "PNG folders, fed to the model as raw 0..255 pixels by a Normalize of mean 0, std 1")
+def _image_unnormalized(fashion):
+    return {"": {"files": image_folder(base_sample(fashion))}}
+
+
+# --------------------------------------------------------------------------------------------
 # Writing
 
 
@@ -270,12 +332,36 @@ def _save(path, array):
 
 
 def _check(name, sub, arrays):
+    if "files" in arrays:
+        return
     for key in ("train_y", "test_y"):
         if arrays[key].dtype != np.int64:
             raise LabError(f"internal: {name}/{sub or '.'}: {key} is {arrays[key].dtype}, expected int64")
     for split in ("train", "test"):
         if len(arrays[split + "_x"]) != len(arrays[split + "_y"]):
             raise LabError(f"internal: {name}/{sub or '.'}: {split}_x and {split}_y differ in length")
+
+
+def _write_files(d, files):
+    """An image folder: every file written (to a temporary name, then renamed), files of an earlier
+    generation that the scenario no longer has removed, and .complete last."""
+    marker = os.path.join(d, ".complete")
+    if os.path.exists(marker):
+        os.remove(marker)
+    for split in ("train", "test"):
+        root = os.path.join(d, split)
+        for folder, _, names in os.walk(root):
+            for n in names:
+                rel = os.path.relpath(os.path.join(folder, n), d).replace(os.sep, "/")
+                if rel not in files:
+                    os.remove(os.path.join(folder, n))
+    for rel, data in files.items():
+        path = os.path.join(d, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(path + ".tmp", path)
+    open(marker, "w").close()
 
 
 _FASHION = {}  # source folder -> the arrays, read once per process
@@ -293,7 +379,8 @@ def generate(name, out, source, force=False, quiet=False):
         with open(stamp_path) as f:
             recorded = f.read()
         subs = [line.split("=", 1)[1] for line in recorded.splitlines()[1:] if line.startswith("sub=")]
-        present = all(os.path.exists(os.path.join(out, s, n)) for s in subs for n in FILES)
+        present = all(os.path.exists(os.path.join(out, s, n)) or os.path.exists(os.path.join(out, s, ".complete"))
+                      for s in subs for n in FILES)
         if recorded.startswith(stamp) and subs and present:
             if not quiet:
                 print(f"{name}: up to date ({out})")
@@ -307,6 +394,9 @@ def generate(name, out, source, force=False, quiet=False):
         _check(name, sub, arrays)
         d = os.path.join(out, sub)
         os.makedirs(d, exist_ok=True)
+        if "files" in arrays:
+            _write_files(d, arrays["files"])
+            continue
         for key in ("train_x", "train_y", "test_x", "test_y"):
             _save(os.path.join(d, key + ".npy"), arrays[key])
     with open(stamp_path + ".tmp", "w") as f:
@@ -316,6 +406,7 @@ def generate(name, out, source, force=False, quiet=False):
     os.replace(stamp_path + ".tmp", stamp_path)
     if not quiet:
         sizes = ", ".join(
+            f"{sub or '.'}: {len(a['files'])} image files" if "files" in a else
             f"{sub or '.'}: {len(a['train_y'])} train / {len(a['test_y'])} test {a['train_x'].dtype}"
             for sub, a in parts.items())
         print(f"{name}: wrote {out} ({sizes})")

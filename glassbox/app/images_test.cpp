@@ -1,6 +1,7 @@
 // Image folders through the workflows: written from another data set, trained on with
 // augmentation, evaluated, and predicted from image files after the training data is gone.
 #include <csignal>
+#include <map>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "glassbox/base/interrupt.h"
 #include "glassbox/core/safetensors.h"
 #include "glassbox/data/npy.h"
+#include "glassbox/data/source.h"
 #include "glassbox/testing/testing.h"
 #include "glassbox/train/callback.h"
 #include "glassbox/train/trainer.h"
@@ -83,12 +85,19 @@ TEST(ImageWorkflow, WrittenFolderTrainsEvaluatesAndPredictsWithoutItsData) {
   t.overrides = common;
   t.overrides.push_back("data.train_transforms=[{name = \"HorizontalFlip\", p = 0.5}]");
   t.overrides.push_back("data.mixup.mixup_alpha=0.2");  // augmentation and MixUp: the run still learns
+  // A file that does not decode, left out and counted (on_bad_image = "skip").
+  write_file_atomic(dir / "png" / "train" / "top" / "broken.png", "\x89PNG\r\n\x1a\nbroken");
+  t.overrides.push_back("data.on_bad_image=\"skip\"");
   t.run_dir = dir / "run";
   t.quiet = true;
   t.diagnostics = false;
   t.handle_interrupts = false;
   const nlohmann::json summary = run_training(t, std::cout);
   EXPECT_EQ(summary["class_names"], nlohmann::json::array({"bottom", "none", "top"}));  // sorted folder names
+  ASSERT_TRUE(summary.contains("skipped_files")) << summary.dump(2);
+  EXPECT_EQ(summary["skipped_files"]["count"], 1);
+  EXPECT_NE(summary["skipped_files"]["first"][0].get<std::string>().find("broken.png: "), std::string::npos);
+  fs::remove(dir / "png" / "train" / "top" / "broken.png");  // the steps below read the folder with "error"
   const fs::path ck = dir / "run" / "checkpoints" / "last.ckpt";
   // The stored config keeps the pipeline, every parameter written out.
   const std::string stored = read_file(dir / "run" / "config.toml");
@@ -152,6 +161,50 @@ TEST(ImageWorkflow, InspectionFindsLeaksCorruptFilesAndStatistics) {
   EXPECT_NEAR(j["train_std"][0].get<double>(), x.std(/*unbiased=*/false).item<double>(), 1e-9);
   const std::string text = format_inspection(j);
   EXPECT_NE(text.find("identical files in two splits: 30 group(s)"), std::string::npos) << text;
+}
+
+TEST(ImageWorkflow, SyntheticDefectsAreSeededImbalancedAndDated) {
+  const fs::path dir = testing::temp_dir("app_synth");
+  SynthRequest r;
+  r.out = dir / "parts";
+  r.images = 120;
+  r.size = 32;
+  r.seed = 3;
+  const SynthOutcome o = synth_defects(r);
+  // 32 / 28 / 22 / 18 % of 120 by largest remainders.
+  EXPECT_EQ(o.per_class,
+            (std::map<std::string, std::int64_t>{{"ok", 38}, {"crack", 34}, {"rust", 26}, {"thread_damage", 22}}));
+  EXPECT_EQ(o.first_date, "2025-01-06");
+  EXPECT_EQ(o.last_date, "2025-09-01");
+  const std::string csv = read_file(dir / "parts" / "metadata.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 121);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "file_name,label,captured");
+  // The folder reads as an image data set split by capture date.
+  data::DataOptions d;
+  d.format = data::DataFormat::kImageFolder;
+  d.root = (dir / "parts").string();
+  d.split_by = data::SplitBy::kDate;
+  d.date_column = "captured";
+  d.val_from = "2025-07-01";
+  d.test_from = "2025-08-01";
+  d.normalize = false;
+  const data::Splits s = data::load_splits(d);
+  EXPECT_EQ(s.class_names, (std::vector<std::string>{"crack", "ok", "rust", "thread_damage"}));
+  EXPECT_EQ(s.train->size() + s.val->size() + s.test->size(), 120);
+  EXPECT_GT(s.test->size(), 10);
+  EXPECT_EQ(s.sample_shape, (std::vector<std::int64_t>{3, 32, 32}));
+  // Seeded: the same request writes the same bytes, another seed other images.
+  r.out = dir / "again";
+  synth_defects(r);
+  EXPECT_EQ(read_file(dir / "again" / "rust" / "rust-000004.png"),
+            read_file(dir / "parts" / "rust" / "rust-000004.png"));
+  r.out = dir / "other";
+  r.seed = 4;
+  synth_defects(r);
+  EXPECT_NE(read_file(dir / "other" / "rust" / "rust-000004.png"),
+            read_file(dir / "parts" / "rust" / "rust-000004.png"));
+  r.out = dir / "parts";
+  EXPECT_THROW(synth_defects(r), Error);  // exists: refused, nothing touched
 }
 
 class InterruptAtStep final : public train::Callback {

@@ -297,6 +297,9 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
     }
     write_file_atomic(run_dir / "config.toml", config.to_toml_text());
   }
+  if (!info.skipped_files.empty() && !request.quiet)
+    out << fmt::format("left out {} image(s) that do not decode (data.on_bad_image = \"skip\"), first: {}\n",
+                       info.skipped_files.size(), info.skipped_files.front());
   if (resuming && !request.quiet) {
     out << fmt::format("resuming {} from epoch {}, step {}{}\n",
                        plan.parent_run.empty() ? plan.resume.string() : plan.parent_run.string(), plan.resume_epoch,
@@ -412,6 +415,14 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   summary["stop"] = train::stop_kind_name(stop);
   summary["stop_reason"] = trainer.stop_reason();
   summary["skipped_steps"] = trainer.skipped_steps();
+  if (!info.skipped_files.empty()) {
+    // Images that do not decode, left out (data.on_bad_image = "skip"): counted, the first named.
+    const std::size_t shown = std::min<std::size_t>(info.skipped_files.size(), 20);
+    summary["skipped_files"] = {
+        {"count", info.skipped_files.size()},
+        {"first", std::vector<std::string>(info.skipped_files.begin(),
+                                           info.skipped_files.begin() + static_cast<std::ptrdiff_t>(shown))}};
+  }
   if (trainer.gradient_clip_threshold() > 0) summary["gradient_clip"] = trainer.gradient_clip_threshold();
   summary["model"] = config.model.name;
   summary["parameters"] = nn::count_parameters(task.module(), false);

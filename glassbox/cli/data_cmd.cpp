@@ -1,4 +1,4 @@
-// glassbox data inspect | preview | write-images | pack: flags -> one app:: call -> print.
+// glassbox data inspect | preview | write-images | pack | synth: flags -> one app:: call -> print.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -90,6 +90,35 @@ void add_data(CLI::App& app) {
     std::string counts;
     for (const auto& [split, n] : o.images) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", split, n);
     std::cout << fmt::format("wrote {} ({} classes) -> {}\n", counts, o.classes.size(), o.out.string());
+  });
+
+  auto y = std::make_shared<app::SynthRequest>();
+  auto ykind = std::make_shared<std::string>();
+  auto yout = std::make_shared<std::string>();
+  CLI::App* synth = cmd->add_subcommand("synth", "Write a seeded synthetic image data set (defects: metal parts)");
+  synth->add_option("kind", *ykind, "defects: backlit metal parts, ok / crack / rust / thread_damage")
+      ->required()
+      ->check(CLI::IsMember({"defects"}));
+  synth->add_option("--out", *yout, "the folder to create (must not exist)")->required();
+  synth->add_option("--images", y->images, "images in all")->check(CLI::Range(4, 1000000))->capture_default_str();
+  synth->add_option("--size", y->size, "pixels per side")->check(CLI::Range(16, 1024))->capture_default_str();
+  synth->add_option("--seed", y->seed, "the same seed writes the same images")->capture_default_str();
+  synth->add_option("--start", y->start, "first capture date (YYYY-MM-DD)")->capture_default_str();
+  synth->add_option("--days", y->days, "capture dates spread over this many days")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  synth->footer(
+      "Classes ok 32 %, crack 28 %, rust 22 %, thread_damage 18 %; metadata.csv dates each image (split_by = date).\n"
+      "Example:\n"
+      "  glassbox data synth defects --out parts --images 800\n"
+      "  glassbox train configs/defects.toml --set data.root=parts");
+  synth->callback([y, yout] {
+    y->out = *yout;
+    const app::SynthOutcome o = app::synth_defects(*y);
+    std::string counts;
+    for (const auto& [c, n] : o.per_class) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", c, n);
+    std::cout << fmt::format("wrote {} ({}), captured {} .. {} -> {}\n", counts.empty() ? "nothing" : counts,
+                             "metadata.csv", o.first_date, o.last_date, o.out.string());
   });
 
   auto k = std::make_shared<app::PackRequest>();

@@ -1,5 +1,7 @@
 #include "glassbox/data/image_folder.h"
 
+#include <fstream>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
@@ -309,6 +311,57 @@ TEST(ImagePreprocessing, ContractJsonRebuildsTheEvalPipelineAndFoldsNormalize) {
   ASSERT_TRUE(f.has_value());
   EXPECT_NEAR((*f)(0, 0), -1.0, 1e-6);
   EXPECT_NEAR((*f)(0, 2), 39.0, 1e-6);
+}
+
+// Resident memory of this process (VmRSS), in bytes.
+std::int64_t resident_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  return -1;
+}
+
+TEST(ImageLoader, ResidentMemoryStaysBoundedByThePrefetchDepthNotTheDataSet) {
+  // 2000 RGB 64x64 images: an epoch decodes 98 MB of float32 samples; the loader holds only the
+  // batches in flight (2 workers x prefetch 2 x 16 samples, about 3 MB).
+  const fs::path root = testing::temp_dir("imgf_rss");
+  cv::RNG noise(7);
+  for (int i = 0; i < 2000; ++i) {
+    cv::Mat img(64, 64, CV_8UC3);
+    noise.fill(img, cv::RNG::UNIFORM, 0, 256);
+    fs::create_directories(root / std::to_string(i % 4));
+    write_file_atomic(root / std::to_string(i % 4) / (std::to_string(i) + ".png"), encode_png(img));
+  }
+  DataOptions o = folder_options(root);
+  const Splits s = load_splits(o);
+  ASSERT_EQ(s.train->size(), 2000);
+  LoaderOptions lo;
+  lo.batch_size = 16;
+  lo.num_workers = 2;
+  lo.prefetch_factor = 2;
+  lo.shuffle = true;
+  lo.persistent_workers = true;
+  Loader loader(s.train, lo);
+  const std::int64_t before = resident_bytes();
+  ASSERT_GT(before, 0);
+  std::int64_t peak = before, after_first = 0;
+  double checksum = 0;
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    loader.start_epoch(epoch);
+    while (auto b = loader.next()) {
+      checksum += b->inputs[0][0][0][0].item<double>();
+      peak = std::max(peak, resident_bytes());
+    }
+    if (epoch == 0) after_first = resident_bytes();
+  }
+  const std::int64_t after = resident_bytes();
+  EXPECT_NE(checksum, 0.0);
+  const double mb = 1024.0 * 1024.0;
+  std::printf("[ rss ] before %.1f MB, peak +%.1f MB, after epoch 1 +%.1f MB, after epoch 3 +%.1f MB\n", before / mb,
+              (peak - before) / mb, (after_first - before) / mb, (after - before) / mb);
+  EXPECT_LT(peak - before, 48 * 1024 * 1024) << "the loader holds far more than its prefetch window";
+  EXPECT_LT(after - after_first, 16 * 1024 * 1024) << "memory grows epoch after epoch";
 }
 
 }  // namespace

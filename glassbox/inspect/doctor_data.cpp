@@ -9,6 +9,8 @@
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
+#include "glassbox/data/image.h"
+#include "glassbox/data/image_folder.h"
 #include "glassbox/inspect/doctor_internal.h"
 #include "glassbox/inspect/layer_map.h"
 #include "glassbox/inspect/recorder.h"
@@ -53,6 +55,35 @@ std::vector<std::int64_t> first_indices(const at::Tensor& mask, const at::Tensor
   return std::vector<std::int64_t>(f.data_ptr<std::int64_t>(), f.data_ptr<std::int64_t>() + f.numel());
 }
 
+// The image-file data set under `ds` (through subsets), or null.
+const data::ImageDataset* image_root(const data::Dataset& ds) {
+  const data::Dataset* d = &ds;
+  while (const auto* sub = dynamic_cast<const data::SubsetDataset*>(d)) d = sub->base().get();
+  return dynamic_cast<const data::ImageDataset*>(d);
+}
+
+// FNV-1a of each sample's file bytes (in parallel): identical files, whatever augmentation does
+// to the tensors they become.
+std::vector<std::uint64_t> file_hashes(const data::ImageDataset& images, const at::Tensor& file_index) {
+  const at::Tensor fi = file_index.contiguous();
+  const std::int64_t n = fi.numel();
+  std::vector<std::uint64_t> out(static_cast<std::size_t>(n), 0);
+  at::parallel_for(0, n, 16, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      std::uint64_t h = 1469598103934665603ULL;
+      try {
+        const std::string bytes =
+            data::read_encoded(images.files().at(static_cast<std::size_t>(fi.data_ptr<std::int64_t>()[i])));
+        for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
+      } catch (const Error&) {
+        h = static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ULL;  // unreadable: unique, the load reports it
+      }
+      out[static_cast<std::size_t>(i)] = h;
+    }
+  });
+  return out;
+}
+
 void split_facts(const std::string& name, const data::Dataset& ds, std::int64_t outputs, SplitFacts& s,
                  Gathered* keep) {
   Gathered g = gather(ds);
@@ -81,7 +112,12 @@ void split_facts(const std::string& name, const data::Dataset& ds, std::int64_t 
       s.nonfinite_samples = first_indices(rows, g.file_index);
     }
   }
-  s.hashes = sample_hashes(g.x);
+  if (const data::ImageDataset* images = image_root(ds)) {
+    s.hashes = file_hashes(*images, g.file_index);
+    s.file_hashes = true;
+  } else {
+    s.hashes = sample_hashes(g.x);
+  }
   s.distinct = static_cast<std::int64_t>(std::unordered_set<std::uint64_t>(s.hashes.begin(), s.hashes.end()).size());
   if (keep != nullptr) *keep = std::move(g);
 }
@@ -160,6 +196,7 @@ void gather_data_facts(train::TaskModule& task, train::DataModule& data, const D
     if (was_training) task.module().train();
   }
   if (d.outputs == 0) d.outputs = train_ds->num_classes();
+  d.skipped_files = data.info().skipped_files;
 
   Gathered g;
   split_facts("train", *train_ds, d.outputs, d.train, &g);
@@ -207,8 +244,12 @@ void gather_data_facts(train::TaskModule& task, train::DataModule& data, const D
     for (std::size_t i = 0; i < d.test.hashes.size(); ++i) {
       if (train_set.count(d.test.hashes[i]) == 0) continue;
       ++d.dup_test;
-      if (d.dup_test_examples.size() < 6)
-        d.dup_test_examples.push_back(fi[static_cast<std::int64_t>(i)].item<std::int64_t>());
+      if (d.dup_test_examples.size() < 6) {
+        const std::int64_t file = fi[static_cast<std::int64_t>(i)].item<std::int64_t>();
+        d.dup_test_examples.push_back(file);
+        if (const data::ImageDataset* images = image_root(*t))
+          d.dup_test_files.push_back(images->files().at(static_cast<std::size_t>(file)).name());
+      }
     }
   }
   for (std::uint64_t h : d.val.hashes) d.dup_val += static_cast<std::int64_t>(train_set.count(h) > 0);
@@ -352,10 +393,30 @@ void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<
               {{"split", "test"}, {"samples", d.dup_test_examples}},
               "",
               ""};
-    f.evidence = fmt::format(
-        "{} of {} test samples ({:.2f}%) also occur in the training set with identical inputs: test samples {}",
-        d.dup_test, d.test.size, 100 * share, fmt_samples(d.dup_test_examples));
+    f.evidence = d.dup_test_files.empty()
+                     ? fmt::format(
+                           "{} of {} test samples ({:.2f}%) also occur in the training set with identical "
+                           "inputs: test samples {}",
+                           d.dup_test, d.test.size, 100 * share, fmt_samples(d.dup_test_examples))
+                     : fmt::format("{} of {} test images ({:.2f}%) are byte-identical copies of training files: {}",
+                                   d.dup_test, d.test.size, 100 * share, fmt::join(d.dup_test_files, ", "));
     f.fix = "remove the duplicates from one split (hash the samples) so that the test score measures generalisation";
+    out.push_back(f);
+  }
+  if (!d.skipped_files.empty()) {
+    const double share = static_cast<double>(d.skipped_files.size()) /
+                         static_cast<double>(d.skipped_files.size() + static_cast<std::size_t>(tr.size));
+    Finding f{"unreadable-images",
+              share >= 0.01 ? "warning" : "info",
+              share >= 0.01 ? 0.7 : 0.35,
+              {{"split", "train"}, {"files", d.skipped_files.size()}},
+              "",
+              ""};
+    f.evidence = fmt::format("{} image file(s) do not decode and were left out (data.on_bad_image = \"skip\"): {}",
+                             d.skipped_files.size(), d.skipped_files.front());
+    f.fix =
+        "replace or delete those files (glassbox data inspect lists them all); a share this large often means a "
+        "copy or a download broke off";
     out.push_back(f);
   }
   if (tr.size >= 100 && static_cast<double>(tr.distinct) < 0.5 * static_cast<double>(tr.size)) {

@@ -28,6 +28,7 @@ struct SplitFacts {
   std::vector<std::int64_t> nonfinite_samples;  // file indices (first few)
   std::int64_t distinct = 0;                    // distinct inputs (by content hash)
   std::vector<std::uint64_t> hashes;            // per sample
+  bool file_hashes = false;                     // image files: hashes of the files' bytes, not of the tensors
 };
 
 struct DataFacts {
@@ -41,6 +42,8 @@ struct DataFacts {
   double extreme_value = 0;
   std::int64_t dup_test = 0, dup_val = 0;       // test/val samples whose input also occurs in train
   std::vector<std::int64_t> dup_test_examples;  // test file indices
+  std::vector<std::string> dup_test_files;      // image data: those test files' names
+  std::vector<std::string> skipped_files;       // image files left out because they do not decode
   double knn_agreement = -1, knn_chance = 0, knn_sigma = 0;
   std::int64_t knn_queries = 0;
   std::int64_t batch_size = 0;

@@ -102,6 +102,13 @@ std::string summary_section(const Artefact& summary, const fs::path& run_dir, co
     rows += row("length", v);
   }
   text_row("stop reason", "stop_reason");
+  if (auto k = s["skipped_files"]["count"].integer(); k && *k > 0) {
+    std::string v = format_count(*k) + " image file(s) that do not decode were left out (data.on_bad_image = skip)";
+    const JsonView first = s["skipped_files"]["first"];
+    if (first.is_array() && first.size() > 0)
+      if (auto f = first[std::size_t{0}].text()) v += "; first: <code>" + escape(*f) + "</code>";
+    rows += row("skipped files", v);
+  }
   if (auto b = s["best_checkpoint"].text()) {
     std::string v = "<code>" + escape(*b) + "</code>";
     if (auto sc = s["best_score"].number()) v += " (score " + format_number(*sc) + ")";

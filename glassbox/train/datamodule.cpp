@@ -48,6 +48,7 @@ DataInfo StandardDataModule::info() const {
   i.mean = splits_.mean;
   i.std = splits_.std;
   i.feature_names = splits_.feature_names;
+  i.skipped_files = splits_.skipped_files;
   return i;
 }
 

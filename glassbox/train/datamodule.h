@@ -29,6 +29,8 @@ struct DataInfo {
   // Tabular inputs' column names (the CSV header's feature columns); empty when the data has none.
   // The initializer keeps brace-initialised DataInfos without it free of -Wmissing-field-initializers.
   std::vector<std::string> feature_names = {};
+  // Image files left out because they do not decode (data.on_bad_image = "skip"), each with why.
+  std::vector<std::string> skipped_files = {};
 };
 
 class DataModule {
