@@ -12,6 +12,7 @@
 
 #include "glassbox/base/error.h"
 #include "glassbox/data/augment_geometric.h"
+#include "glassbox/data/simd.h"
 
 namespace glassbox::data {
 
@@ -190,11 +191,7 @@ cv::Mat random_resized_crop_apply(const cv::Mat& img, const CropCoords& crop, in
 
 // ---- flips and quarter turns --------------------------------------------------------------------
 
-cv::Mat hflip_apply(const cv::Mat& img) {
-  cv::Mat out;
-  cv::flip(img, out, 1);
-  return out;
-}
+cv::Mat hflip_apply(const cv::Mat& img) { return hflip_bytes(img); }  // simd.h; cv::flip beyond 8-bit
 
 cv::Mat vflip_apply(const cv::Mat& img) {
   cv::Mat out;

@@ -17,6 +17,7 @@
 
 #include "glassbox/base/error.h"
 #include "glassbox/data/npy.h"
+#include "glassbox/data/simd.h"
 #include "glassbox/testing/testing.h"
 
 namespace glassbox::data {
@@ -546,6 +547,47 @@ TEST(AugmentPixelSteps, TableDetails) {
   const cv::Mat n = gauss_noise_apply(img, noise);
   EXPECT_EQ(n.at<std::uint8_t>(0, 0), 10);
   EXPECT_EQ(n.at<std::uint8_t>(0, 1), 9);
+}
+
+// The byte kernels give the scalar definition's bytes on every path (AVX-512 VBMI when the CPU
+// has it, the portable loop otherwise), at every length and width, tails included.
+TEST(SimdKernels, LutAndHorizontalFlipEqualTheirDefinitions) {
+  cv::RNG rng(5);
+  std::array<std::uint8_t, 256> table{};
+  for (int i = 0; i < 256; ++i) table[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>((i * 97 + 13) % 256);
+  for (bool simd : {true, false}) {
+    simd_enable_for_testing(simd);
+    for (std::size_t n : {0u, 1u, 63u, 64u, 65u, 127u, 128u, 1000u, 4099u}) {
+      cv::Mat src(1, static_cast<int>(std::max<std::size_t>(n, 1)), CV_8U);
+      rng.fill(src, cv::RNG::UNIFORM, 0, 256);
+      std::vector<std::uint8_t> got(n + 1, 7), want(n + 1, 7);
+      lut_bytes(src.data, got.data(), n, table.data());
+      for (std::size_t i = 0; i < n; ++i) want[i] = table[src.data[i]];
+      EXPECT_EQ(got, want) << "n " << n << " simd " << simd;  // the byte after n untouched
+    }
+    for (int channels : {1, 2, 3, 4})
+      for (int width : {1, 5, 16, 21, 22, 64, 65, 130, 500}) {
+        cv::Mat img(3, width, CV_8UC(channels));
+        rng.fill(img, cv::RNG::UNIFORM, 0, 256);
+        cv::Mat want;
+        cv::flip(img, want, 1);
+        const cv::Mat got = hflip_bytes(img);
+        EXPECT_EQ(cv::norm(got, want, cv::NORM_INF), 0) << channels << " channels, width " << width << " simd " << simd;
+      }
+    // A view (not continuous) and a float image (cv::flip's path).
+    cv::Mat big(10, 50, CV_8UC3);
+    rng.fill(big, cv::RNG::UNIFORM, 0, 256);
+    const cv::Mat view = big(cv::Rect(3, 2, 31, 5));
+    cv::Mat want;
+    cv::flip(view, want, 1);
+    EXPECT_EQ(cv::norm(hflip_bytes(view), want, cv::NORM_INF), 0);
+    cv::Mat f(4, 9, CV_32FC1);
+    rng.fill(f, cv::RNG::UNIFORM, 0.0, 1.0);
+    cv::flip(f, want, 1);
+    EXPECT_EQ(cv::norm(hflip_bytes(f), want, cv::NORM_INF), 0);
+  }
+  simd_enable_for_testing(true);
+  std::printf("[ simd ] AVX-512 VBMI path %s on this CPU\n", simd_vbmi_available() ? "used" : "not available");
 }
 
 }  // namespace

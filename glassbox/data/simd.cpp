@@ -1,0 +1,112 @@
+// Tested by augment_pixel_test.cpp (SimdKernels.*).
+#include "glassbox/data/simd.h"
+
+#include <atomic>
+#include <cstring>
+
+#include <opencv2/core.hpp>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace glassbox::data {
+
+namespace {
+
+std::atomic<bool> g_enabled{true};
+
+#if defined(__x86_64__)
+bool cpu_has_vbmi() {
+  static const bool has =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
+  return has;
+}
+
+// 64 bytes per step: two 128-entry lookups (vpermi2b) and a blend on the index's high bit.
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void lut_vbmi(const std::uint8_t* src, std::uint8_t* dst,
+                                                                     std::size_t n, const std::uint8_t table[256]) {
+  const __m512i t0 = _mm512_loadu_si512(table);
+  const __m512i t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128);
+  const __m512i t3 = _mm512_loadu_si512(table + 192);
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i x = _mm512_loadu_si512(src + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, x, t1);
+    const __m512i hi = _mm512_permutex2var_epi8(t2, x, t3);
+    _mm512_storeu_si512(dst + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi));
+  }
+  if (i < n) {
+    const __mmask64 m = (~0ULL) >> (64 - (n - i));
+    const __m512i x = _mm512_maskz_loadu_epi8(m, src + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, x, t1);
+    const __m512i hi = _mm512_permutex2var_epi8(t2, x, t3);
+    _mm512_mask_storeu_epi8(dst + i, m, _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi));
+  }
+}
+
+// One row mirrored: chunks of P = 64 / c whole pixels (P * c bytes) reversed with one vpermb.
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void hflip_row_vbmi(const std::uint8_t* src, std::uint8_t* dst,
+                                                                           int width, int c, const __m512i& index) {
+  const int per = 64 / c;
+  const __mmask64 m = (~0ULL) >> (64 - per * c);
+  int j = 0;
+  for (; j + per <= width; j += per) {
+    // dst pixels [j, j + per) are src pixels [width - j - per, width - j), in reverse.
+    const __m512i x = _mm512_maskz_loadu_epi8(m, src + static_cast<std::size_t>(width - j - per) * c);
+    _mm512_mask_storeu_epi8(dst + static_cast<std::size_t>(j) * c, m, _mm512_permutex2var_epi8(x, index, x));
+  }
+  for (; j < width; ++j)
+    std::memcpy(dst + static_cast<std::size_t>(j) * c, src + static_cast<std::size_t>(width - 1 - j) * c, c);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void hflip_vbmi(const cv::Mat& in, cv::Mat& out) {
+  const int c = in.channels();
+  const int per = 64 / c;
+  alignas(64) std::uint8_t idx[64] = {};
+  for (int k = 0; k < per; ++k)
+    for (int ch = 0; ch < c; ++ch) idx[k * c + ch] = static_cast<std::uint8_t>((per - 1 - k) * c + ch);
+  const __m512i index = _mm512_load_si512(idx);
+  for (int y = 0; y < in.rows; ++y)
+    hflip_row_vbmi(in.ptr<std::uint8_t>(y), out.ptr<std::uint8_t>(y), in.cols, c, index);
+}
+#endif
+
+}  // namespace
+
+bool simd_vbmi_available() {
+#if defined(__x86_64__)
+  return cpu_has_vbmi();
+#else
+  return false;
+#endif
+}
+
+void simd_enable_for_testing(bool enabled) { g_enabled = enabled; }
+
+void lut_bytes(const std::uint8_t* src, std::uint8_t* dst, std::size_t n, const std::uint8_t table[256]) {
+#if defined(__x86_64__)
+  if (g_enabled && cpu_has_vbmi()) {
+    lut_vbmi(src, dst, n, table);
+    return;
+  }
+#endif
+  for (std::size_t i = 0; i < n; ++i) dst[i] = table[src[i]];
+}
+
+cv::Mat hflip_bytes(const cv::Mat& img) {
+  cv::Mat out;
+#if defined(__x86_64__)
+  if (g_enabled && cpu_has_vbmi() && img.depth() == CV_8U && img.channels() >= 1 && img.channels() <= 4 &&
+      img.dims == 2) {
+    out.create(img.rows, img.cols, img.type());
+    hflip_vbmi(img, out);
+    return out;
+  }
+#endif
+  cv::flip(img, out, 1);
+  return out;
+}
+
+}  // namespace glassbox::data
