@@ -311,6 +311,8 @@ PreviewOutcome preview_augmentation(const PreviewRequest& r) {
     return specs;
   };
   d.normalize = false;
+  d.check_images = false;  // only the images shown are read
+  d.on_bad_image = data::OnBadImage::kError;
   d.train_transforms = viewable(data::training_transforms(d));  // with the preset's steps
   d.augment_preset.clear();
   d.eval_transforms = viewable(d.eval_transforms);
@@ -326,10 +328,17 @@ PreviewOutcome preview_augmentation(const PreviewRequest& r) {
   const std::int64_t cols = 1 + r.variants;
   std::vector<cv::Mat> cells;
   int cell_h = 0, cell_w = 0;
-  for (std::int64_t i = 0; i < rows; ++i) {
+  std::int64_t shown = 0;
+  for (std::int64_t i = 0; i < train.size() && shown < rows; ++i) {
     const std::int64_t k = order[i].item<std::int64_t>();
     const data::ImageRef& file = train.files()[static_cast<std::size_t>(k)];
-    const cv::Mat image = data::read_image(file, static_cast<int>(train.options().channels));
+    cv::Mat image;
+    try {
+      image = data::read_image(file, static_cast<int>(train.options().channels));
+    } catch (const Error&) {
+      continue;  // a file that does not decode is not shown (data inspect names it)
+    }
+    ++shown;
     for (std::int64_t c = 0; c < cols; ++c) {
       data::Sample smp{image.clone(), {}};
       data::AugmentRng rng(data::sample_seed(data::epoch_seed(loader_seed, c - 1), k));
@@ -344,8 +353,9 @@ PreviewOutcome preview_augmentation(const PreviewRequest& r) {
       cells.push_back(rgb);
     }
   }
+  GB_CHECK(shown > 0, DataLoss, "none of the training images decodes", "run glassbox data inspect to see why");
   constexpr int kGap = 4;
-  cv::Mat grid(static_cast<int>(rows) * (cell_h + kGap) + kGap, static_cast<int>(cols) * (cell_w + kGap) + kGap,
+  cv::Mat grid(static_cast<int>(shown) * (cell_h + kGap) + kGap, static_cast<int>(cols) * (cell_w + kGap) + kGap,
                CV_8UC3, cv::Scalar(255, 255, 255));
   for (std::size_t n = 0; n < cells.size(); ++n) {
     const int row = static_cast<int>(n / static_cast<std::size_t>(cols));
@@ -354,7 +364,7 @@ PreviewOutcome preview_augmentation(const PreviewRequest& r) {
     c.copyTo(grid(cv::Rect(kGap + col * (cell_w + kGap), kGap + row * (cell_h + kGap), c.cols, c.rows)));
   }
   write_file_atomic(r.out, data::encode_png(grid));
-  return {r.out, rows, cols, grid.cols, grid.rows};
+  return {r.out, shown, cols, grid.cols, grid.rows};
 }
 
 nlohmann::json inspect_data(const InspectRequest& r) {

@@ -99,6 +99,9 @@ TEST(ImageWorkflow, WrittenFolderTrainsEvaluatesAndPredictsWithoutItsData) {
   EXPECT_NE(summary["skipped_files"]["first"][0].get<std::string>().find("broken.png: "), std::string::npos);
   fs::remove(dir / "png" / "train" / "top" / "broken.png");  // the steps below read the folder with "error"
   const fs::path ck = dir / "run" / "checkpoints" / "last.ckpt";
+  // The run keeps a picture of its augmentation, and the report shows it.
+  ASSERT_TRUE(fs::exists(dir / "run" / "augmentation.png"));
+  EXPECT_EQ(read_file(dir / "run" / "augmentation.png").substr(1, 3), "PNG");
   // The stored config keeps the pipeline, every parameter written out.
   const std::string stored = read_file(dir / "run" / "config.toml");
   EXPECT_NE(stored.find("HorizontalFlip"), std::string::npos) << stored;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "glassbox/app/data.h"
 #include "glassbox/app/inference.h"
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
@@ -15,6 +16,7 @@
 #include "glassbox/core/safetensors.h"
 #include "glassbox/core/seed.h"
 #include "glassbox/core/version.h"
+#include "glassbox/data/source.h"
 #include "glassbox/inspect/diagnostics.h"
 #include "glassbox/train/trainer.h"
 
@@ -296,6 +298,19 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
       write_file_atomic(run_dir / "probes.jsonl", jsonl_up_to(run_dir / "probes.jsonl", plan.resume_step));
     }
     write_file_atomic(run_dir / "config.toml", config.to_toml_text());
+    // Image files: a grid of what the training pipeline does to a few of them (the report shows it).
+    if (data::is_image_format(config.data.source.format) && !(resuming && !plan.fork)) {
+      try {
+        PreviewRequest pr;
+        pr.config = run_dir / "config.toml";
+        pr.out = run_dir / "augmentation.png";
+        pr.samples = 6;
+        pr.variants = 6;
+        preview_augmentation(pr);
+      } catch (const Error& e) {
+        if (!request.quiet) out << "no augmentation preview: " << e.one_line() << "\n";
+      }
+    }
   }
   if (!info.skipped_files.empty() && !request.quiet)
     out << fmt::format("left out {} image(s) that do not decode (data.on_bad_image = \"skip\"), first: {}\n",

@@ -135,6 +135,20 @@ std::string config_section(const fs::path& run_dir) {
                      ", after --set overrides).</p>\n<pre class=\"config\">" + escape(read_file(path)) + "</pre>\n");
 }
 
+// Runs on image files: what the training pipeline does to a few of them (augmentation.png).
+std::string augmentation_section(const fs::path& run_dir) {
+  const fs::path path = run_dir / "augmentation.png";
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return {};
+  const std::string bytes = read_file(path);
+  if (bytes.rfind("\x89PNG\r\n\x1a\n", 0) != 0)
+    return section("augmentation", "Augmentation", note("augmentation.png is not a PNG."));
+  return section("augmentation", "Augmentation",
+                 "<p class=\"foot\">Each row is one training image: first as the eval pipeline shows it, then draws "
+                 "of the training pipeline (those of epochs 0, 1, ..., a final Normalize left out).</p>\n<img src=\"" +
+                     data_uri("image/png", bytes) + "\" alt=\"augmentation preview\" style=\"max-width:100%\">\n");
+}
+
 std::string run_name(const fs::path& run_dir) {
   std::error_code ec;
   fs::path p = fs::weakly_canonical(fs::absolute(run_dir, ec), ec);
@@ -173,6 +187,8 @@ std::string build_report(const fs::path& run_dir) {
   std::string main;
   main += summary_section(summary, run_dir, name);
   main += config_section(run_dir);
+  const std::string augmentation = augmentation_section(run_dir);
+  main += augmentation;
   main += training_section(run_dir);
   main += evaluation_section(eval, names, run_dir);
   main += gradcam_section(explain, run_dir);
@@ -194,11 +210,13 @@ std::string build_report(const fs::path& run_dir) {
   for (const auto& [id, label] :
        std::initializer_list<std::pair<const char*, const char*>>{{"summary", "Summary"},
                                                                   {"config", "Config"},
+                                                                  {"augmentation", "Augmentation"},
                                                                   {"training", "Training"},
                                                                   {"evaluation", "Evaluation"},
                                                                   {"gradcam", "Grad-CAM"},
                                                                   {"doctor", "Doctor"},
                                                                   {"fairness", "Fairness"}}) {
+    if (std::string_view(id) == "augmentation" && augmentation.empty()) continue;
     top += "<a href=\"#" + std::string(id) + "\">" + label + "</a>";
   }
   top += "</nav>";

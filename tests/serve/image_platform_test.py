@@ -123,6 +123,12 @@ enable_model_summary = false
             checks.check(source is not None and drawn is not None and drawn.shape == source.shape,
                          f"the heat map is drawn over the original file at its own size: {item}")
 
+    # The run's augmentation grid, in the report.
+    if run([gb, "report", str(rundir)], "glassbox report", checks):
+        html = (rundir / "report.html").read_text()
+        checks.check('id="augmentation"' in html and (rundir / "augmentation.png").exists(),
+                     "the report shows the run's augmentation grid")
+
     # Predictions from the files, by the checkpoint and by the exported TorchScript file.
     by_ckpt = work / "pred_ckpt.csv"
     run([gb, "predict", str(unseen), "--checkpoint", ckpt, "--out", str(by_ckpt)], "predict (checkpoint)", checks)
