@@ -186,7 +186,7 @@ void check_image(const ImageRef& ref) {
   GB_CHECK(!ec, NotFound, "cannot read " << ref.name() << ": " << ec.message(),
            "check that it exists and that you may read it");
   const std::int64_t base = ref.offset >= 0 ? ref.offset : 0;
-  const std::int64_t head_n = std::min<std::int64_t>(size, 1 << 16);
+  const std::int64_t head_n = std::min<std::int64_t>(size, 4096);  // the signature and, usually, a TIFF's first IFD
   const std::int64_t tail_n = std::min<std::int64_t>(size, 64);
   const std::string head = size > 0 ? read_file_range(ref.file, base, head_n, ref.name()) : std::string();
   const std::string tail =

@@ -48,7 +48,7 @@ struct ImageRef {
 
 // The encoded bytes of an image (NotFound / DataLoss errors name it).
 std::string read_encoded(const ImageRef& ref);
-// The checks that need only an image's first and last bytes (a few KiB read): DataLoss naming it
+// The checks that need only an image's first 4 KiB and last 64 bytes: DataLoss naming it
 // when it is empty, has no known signature, is a JPEG without its end-of-image marker or a PNG
 // without its IEND chunk (both: cut short), or a TIFF with an unsupported channel count.
 void check_image(const ImageRef& ref);

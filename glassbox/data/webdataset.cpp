@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <regex>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -197,12 +196,22 @@ std::vector<std::string> expand_braces(const std::string& pattern) {
 }
 
 std::pair<std::string, std::string> split_member_name(const std::string& name) {
-  static const std::regex re(R"(^((?:.*/|)[^.]+)[.]([^/]*)$)");
-  std::smatch m;
-  if (!std::regex_match(name, m, re)) return {"", ""};
-  std::string suffix = m[2].str();
-  for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return {m[1].str(), suffix};
+  // The first match of ^((?:.*/|)[^.]+)[.]([^/]*)$ in a backtracking engine's order: the prefix
+  // ending at a '/' (the last one first, then earlier ones, then none), followed by a non-empty
+  // run without '.', a '.', and a suffix without '/'.
+  std::vector<std::size_t> starts;
+  for (std::size_t k = name.size(); k-- > 0;)
+    if (name[k] == '/') starts.push_back(k + 1);
+  starts.push_back(0);
+  for (const std::size_t start : starts) {
+    const std::size_t dot = name.find('.', start);
+    if (dot == std::string::npos || dot == start) continue;
+    if (name.find('/', dot + 1) != std::string::npos) continue;
+    std::string suffix = name.substr(dot + 1);
+    for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return {name.substr(0, dot), suffix};
+  }
+  return {"", ""};
 }
 
 const ShardMember* ShardSample::find(const std::string& suffix) const {
@@ -226,7 +235,6 @@ ShardIndex index_shard(const fs::path& shard) {
            where << " is not a readable tar file: " << archive_message(r.a), "re-copy or re-pack the shard");
   ShardIndex out;
   out.shard = shard;
-  static const std::regex meta(R"(^__[^/]*__($|/))");
   std::string last_name = "(the start)";
   while (true) {
     archive_entry* e = nullptr;
@@ -241,10 +249,13 @@ ShardIndex index_shard(const fs::path& shard) {
     const std::string name = utf8 != nullptr ? utf8 : raw != nullptr ? raw : "";
     last_name = name;
     if (archive_entry_filetype(e) != AE_IFREG || name.empty()) continue;
-    if (name.find('/') == std::string::npos && name.size() >= 4 && name.rfind("__", 0) == 0 &&
+    // webdataset's meta members: a top-level __name__, and anything under a first component
+    // __x__ (its skip_meta pattern ^__[^/]*__($|/)).
+    const std::string first = name.substr(0, name.find('/'));
+    if (name.find('/') == std::string::npos && name.rfind("__", 0) == 0 && name.size() >= 2 &&
         name.compare(name.size() - 2, 2, "__") == 0)
       continue;
-    if (std::regex_search(name, meta)) continue;
+    if (first.size() >= 4 && first.rfind("__", 0) == 0 && first.compare(first.size() - 2, 2, "__") == 0) continue;
     const auto [key, suffix] = split_member_name(name);
     if (key.empty()) continue;
     ShardMember m;
