@@ -1,5 +1,5 @@
 // glassbox data pack: image folders (or any image data a config reads) as WebDataset shards.
-// Tested by images_test.cpp (and the CLI tests, against Python's webdataset).
+// Tested by cli/images_cli_test.cpp (packed shards read back by Python's webdataset, refusals, a cut JPEG).
 #include <algorithm>
 #include <atomic>
 #include <iostream>

@@ -1,5 +1,5 @@
 // glassbox data synth defects: a seeded synthetic industrial-defect image set.
-// Tested by images_test.cpp (ImageWorkflow.SyntheticDefectsAreSeededImbalancedDatedAndLearnable).
+// Tested by images_test.cpp (ImageWorkflow.SyntheticDefectsAreSeededImbalancedAndDated).
 #include <algorithm>
 #include <cmath>
 #include <ctime>

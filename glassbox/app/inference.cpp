@@ -267,29 +267,24 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
     m.info.mean = c.mean;
     m.info.std = c.std;
     m.info.feature_names = c.feature_names;
-    m.model = std::move(model);
-    m.device = resolve_device(device);
-    m.model->module()->to(m.device);
-    m.model->module()->eval();
-    m.outputs_probabilities = c.output_kind == nn::OutputKind::kProbabilities;
-    return m;
+  } else {
+    m.test_only = read_test_alone(m.config.data.source);
+    m.data = std::make_shared<train::StandardDataModule>(m.config.data);
+    try {
+      m.data->setup();
+    } catch (const Error& e) {
+      // Per-channel statistics for another channel count fail in the data first: name the shapes.
+      if (e.code() != ErrorCode::kInvalidArgument || e.message().find("data.mean has") == std::string::npos) throw;
+      data::DataOptions plain = d;
+      plain.normalize = false;
+      plain.mean.clear();
+      plain.std.clear();
+      check_shape(data::load_splits(plain).sample_shape);
+      throw;
+    }
+    m.info = m.data->info();
+    check_shape(m.info.sample_shape);
   }
-  m.test_only = read_test_alone(m.config.data.source);
-  m.data = std::make_shared<train::StandardDataModule>(m.config.data);
-  try {
-    m.data->setup();
-  } catch (const Error& e) {
-    // Per-channel statistics for another channel count fail in the data first: name the shapes.
-    if (e.code() != ErrorCode::kInvalidArgument || e.message().find("data.mean has") == std::string::npos) throw;
-    data::DataOptions plain = d;
-    plain.normalize = false;
-    plain.mean.clear();
-    plain.std.clear();
-    check_shape(data::load_splits(plain).sample_shape);
-    throw;
-  }
-  m.info = m.data->info();
-  check_shape(m.info.sample_shape);
   m.model = std::move(model);
   m.device = resolve_device(device);
   m.model->module()->to(m.device);

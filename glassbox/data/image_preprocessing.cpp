@@ -1,4 +1,4 @@
-// Tested by image_test.cpp (ImagePreprocessing) and, end to end, by the export and serve tests.
+// Tested by image_folder_test.cpp (ImagePreprocessing.*) and, end to end, by tests/serve/image_platform_test.py.
 #include "glassbox/data/image_preprocessing.h"
 
 #include <opencv2/core.hpp>
