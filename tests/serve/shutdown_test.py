@@ -7,7 +7,8 @@ Asserted, per scenario:
   - every request sent before the signal gets a complete response: 200 (outputs equal Python
     torch's) or 503 with {"error": ...}; never a reset, an empty or a truncated response;
   - requests sent after the signal get 200 or 503 until the listener closes (then: refused, or no
-    response on a connection the server closed at exit, provided nothing sent later was answered);
+    response on a connection the server closed at exit, provided no request begun on a fresh
+    connection after it was written was answered);
     at least one gets 503 (unless
     --exit-timeout is 0: then the requests still queued get 503 and the listener closes at once);
   - readiness turns 400 (or refused once it exits) and never returns to 200; liveness is 200 until
@@ -53,7 +54,11 @@ class Client(threading.Thread):
         self.want = sc.reference("slow", [x], repo)[0]
         self.signalled = signalled
         self.outcomes: list[tuple[bool, str, str]] = []  # (sent after the signal?, kind, detail)
-        self.times: list[tuple[float, float]] = []  # (sent, answered), time.monotonic()
+        # (started, written, answered, on a fresh connection?), time.monotonic(); `written` is when
+        # the request's bytes were handed to the kernel (loopback: in the server's receive queue), or
+        # when the write failed
+        self.times: list[tuple[float, float, float, bool]] = []
+        self.written = 0.0
         self.first_done = threading.Event()
 
     def one(self, conn: http.client.HTTPConnection) -> tuple[str, str]:
@@ -63,6 +68,8 @@ class Client(threading.Thread):
             return "refused", ""
         except (BrokenPipeError, ConnectionResetError) as e:
             return "no-response", type(e).__name__
+        finally:
+            self.written = time.monotonic()
         try:
             r = conn.getresponse()
         except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
@@ -96,9 +103,10 @@ class Client(threading.Thread):
         for _ in range(100000):
             after = self.signalled.is_set()
             t = time.monotonic()
+            fresh = conn.sock is None  # http.client connects on the first request
             kind, detail = self.one(conn)
             self.outcomes.append((after, kind, detail))
-            self.times.append((t, time.monotonic()))
+            self.times.append((t, self.written, time.monotonic(), fresh))
             self.first_done.set()
             if kind in ("refused", "timeout") or (kind == "no-response" and not after):
                 break
@@ -193,16 +201,24 @@ def scenario(args, c: sc.Checks, repo: Path, work: Path, sig: int, exit_timeout:
     if exit_timeout > 0:  # with 0 the listener may close before any new request lands
         c.check(tally[(True, "503")] > 0, f"{name}: no request got 503 after the signal (tally {dict(tally)})")
     c.check(tally[(False, "200")] > 0, f"{name}: no successful request before the signal")
-    # A request left without a response is the listener closing under it only if nothing sent later
-    # was answered; a later answer means the server dropped a request it had taken.
-    events = [(t, k) for cl in clients for (a, k, _), t in zip(cl.outcomes, cl.times) if a]
-    for (sent, _), k in events:
+    # A request left without a response is the server closing an idle keep-alive connection (or the
+    # listener) under it at exit. The server marks itself stopping before it closes any idle
+    # connection, and from then on accepts no connection; so if a request begun on a fresh connection
+    # after this one's bytes were written was answered, the server dropped a request while it was
+    # still serving. (Requests on other keep-alive connections are no evidence: each connection
+    # decides "idle or not" on its own thread, a moment apart. Nor is the start of a client's call:
+    # its thread may wait for the GIL before it writes.)
+    events = [(t, k, d) for cl in clients for (a, k, d), t in zip(cl.outcomes, cl.times) if a]
+    for (started, written, ended, fresh), k, d in events:
         if k == "no-response":
-            later = [t for t, k2 in events if k2 in ("200", "503") and t[0] > sent]
-            print(f"{name}: no response to a request sent {sent - t_signal:+.3f} s after the signal; "
-                  f"{len(later)} requests sent later were answered")
-            c.check(not later, f"{name}: a request sent {sent - t_signal:+.3f} s after the signal got no response "
-                               f"while {len(later)} sent later were answered")
+            later = [t for t, k2, _ in events if k2 in ("200", "503") and t[3] and t[0] > written]
+            print(f"{name}: no response ({d}) to a request written {written - t_signal:+.3f} s after the signal "
+                  f"(started {started - t_signal:+.3f} s, failed {ended - t_signal:+.3f} s{', fresh' if fresh else ''}); "
+                  f"{len(later)} requests "
+                  f"started later on a fresh connection were answered "
+                  f"{[(round(t[0] - t_signal, 3), round(t[1] - t_signal, 3), round(t[2] - t_signal, 3)) for t in later]}")
+            c.check(not later, f"{name}: a request written {written - t_signal:+.3f} s after the signal got no "
+                               f"response while {len(later)} started later on a fresh connection were answered")
     msgs = {d for cl in clients for a, k, d in cl.outcomes if k == "503"}
     print(f"{name}: 503 messages: {sorted(msgs)[:3]}")
 

@@ -113,17 +113,19 @@ class Session : public std::enable_shared_from_this<Session> {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->read_header(); });
   }
 
-  // stop(): an idle connection closes now; one whose request is arriving or being answered closes
-  // after writing its answer.
+  // stop(): an idle connection closes; one whose request is arriving or being answered closes after
+  // writing its answer.
   void begin_stop() {
     net::post(socket_.get_executor(), [self = shared_from_this()] {
       if (self->state_ != State::kReading) return;
       // A request already on its way (parsed in part, buffered, or waiting in the socket) is read
-      // and answered (503 while shutting down); an idle keep-alive connection closes now.
-      beast::error_code ec;
-      const bool arriving =
-          (self->parser_ && self->parser_->got_some()) || self->buffer_.size() > 0 || self->socket_.available(ec) > 0;
-      if (!arriving) self->close();
+      // and answered (503 while shutting down); an idle keep-alive connection closes. Not at once:
+      // the reactor may have read a request into the buffer already, its completion still queued
+      // behind this handler. The pending read is cancelled instead, and on_read_error() closes
+      // only if the cancel found it waiting with nothing read.
+      if (self->arriving()) return;
+      if (self->linger_) return self->close();  // its error answer is written; stop discarding
+      self->close_if_idle();
     });
   }
   // stop() after the grace period: close whatever the state.
@@ -154,23 +156,29 @@ class Session : public std::enable_shared_from_this<Session> {
     const std::int64_t d = deadline_.load(std::memory_order_relaxed);
     return d != 0 && d <= now;
   }
-  // Sweeper: close if the deadline still stands once on the session's thread.
+  // Sweeper: close if the deadline still stands once on the session's thread (an idle connection
+  // as begin_stop() closes it).
   void expire() {
     net::post(socket_.get_executor(), [self = shared_from_this()] {
-      if (self->overdue(std::chrono::steady_clock::now().time_since_epoch().count())) self->close();
+      if (!self->overdue(std::chrono::steady_clock::now().time_since_epoch().count())) return;
+      if (self->state_ == State::kReading && !self->linger_ && !self->arriving()) return self->close_if_idle();
+      self->close();
     });
   }
 
  private:
   void read_header() {
-    if (core_.stopping.load()) return close();
     state_ = State::kReading;
+    close_if_idle_ = false;
     parser_.emplace();
     parser_->body_limit(core_.options.max_body_bytes);
     parser_->header_limit(static_cast<std::uint32_t>(core_.options.max_header_bytes));
     arm();
     http::async_read_header(socket_, buffer_, *parser_,
                             beast::bind_front_handler(&Session::on_header, shared_from_this()));
+    // Stopping (a connection accepted, or a response promised keep-alive, just before): a request
+    // already sent is read and answered, an idle connection closes.
+    if (core_.stopping.load()) close_if_idle();
   }
 
   void on_header(beast::error_code ec, std::size_t) {
@@ -199,7 +207,32 @@ class Session : public std::enable_shared_from_this<Session> {
     http::async_read(socket_, buffer_, *parser_, beast::bind_front_handler(&Session::on_body, shared_from_this()));
   }
 
+  bool arriving() {
+    beast::error_code ec;
+    return (parser_ && parser_->got_some()) || buffer_.size() > 0 || socket_.available(ec) > 0;
+  }
+  // Closing a socket whose read is pending would lose a request the reactor has just read (its
+  // completion queued behind this handler): cancel the read instead; on_read_error() closes if the
+  // cancel found it still waiting with nothing read, and reads the request on otherwise.
+  void close_if_idle() {
+    close_if_idle_ = true;
+    beast::error_code ignored;
+    socket_.cancel(ignored);
+  }
+
   void on_read_error(beast::error_code ec) {
+    if (ec == net::error::operation_aborted && close_if_idle_ && state_ == State::kReading && !linger_) {
+      close_if_idle_ = false;
+      if (!arriving()) return close();  // idle: nothing came before the cancel
+      arm();
+      if (!parser_->is_header_done()) {
+        http::async_read_header(socket_, buffer_, *parser_,
+                                beast::bind_front_handler(&Session::on_header, shared_from_this()));
+      } else {
+        http::async_read(socket_, buffer_, *parser_, beast::bind_front_handler(&Session::on_body, shared_from_this()));
+      }
+      return;
+    }
     const std::size_t limit = core_.options.max_body_bytes;
     if (ec == http::error::body_limit) {
       return fail(json_error(413, "request body is larger than the limit of " + std::to_string(limit) +
@@ -307,7 +340,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res_ = {};  // an idle connection holds no response
     if (ec) return close();
     if (linger_ && !core_.stopping.load()) return linger();
-    if (close_after_ || core_.stopping.load()) return close();
+    if (close_after_) return close();
     read_header();
   }
 
@@ -355,6 +388,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool head_ = false;
   bool close_after_ = false;
   bool linger_ = false;
+  bool close_if_idle_ = false;  // close_if_idle() cancelled the read
 };
 
 class Listener : public std::enable_shared_from_this<Listener> {
