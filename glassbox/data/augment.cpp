@@ -428,8 +428,20 @@ Pipeline::Pipeline(std::vector<std::unique_ptr<Transform>> steps) {
   for (auto& s : steps) steps_.push_back(std::move(s));
 }
 
-void Pipeline::run(Sample& s, AugmentRng& rng) const {
-  for (const auto& step : steps_) (*step)(s, rng);
+void Pipeline::run(Sample& s, AugmentRng& rng) const { run_from(0, s, rng); }
+
+void Pipeline::run_from(std::size_t first, Sample& s, AugmentRng& rng, std::size_t end) const {
+  for (std::size_t i = first; i < std::min(end, steps_.size()); ++i) (*steps_[i])(s, rng);
+}
+
+const RegionStep* Pipeline::leading_region() const {
+  if (steps_.empty() || steps_.front()->p() < 1) return nullptr;
+  return steps_.front()->region_step();
+}
+
+const PlanarStep* Pipeline::trailing_planar() const {
+  if (steps_.empty() || steps_.back()->p() < 1) return nullptr;
+  return steps_.back()->planar_step();
 }
 
 Pipeline make_pipeline(const std::vector<TransformSpec>& specs, const std::string& where) {

@@ -64,6 +64,26 @@ double mean_u8(const cv::Mat& img);
 // The seed of sample `index`'s draws in an epoch whose loader seed is `epoch_seed`.
 std::uint64_t sample_seed(std::uint64_t epoch_seed, std::int64_t index);
 
+// A step that keeps one rectangle of its input and reads no pixel outside it (RandomResizedCrop):
+// the loader can then decode that rectangle alone (jpeg.h). region() draws, from the image's size,
+// what apply() draws before it reads a pixel; apply_region() finishes the step on the rectangle's
+// pixels. The two together give what apply() gives, bit for bit.
+class RegionStep {
+ public:
+  virtual ~RegionStep() = default;
+  virtual cv::Rect region(int height, int width, AugmentRng& rng) const = 0;
+  virtual void apply_region(Sample& s) const = 0;  // s.image: the region's pixels; no masks
+};
+
+// A last step that can write its float32 result straight into CHW planes (Normalize): the loader
+// then makes no HWC float image and no transposed copy of it. apply_planar() writes what apply()
+// followed by an HWC -> CHW split gives: C planes of rows x cols floats at `out`. It draws nothing.
+class PlanarStep {
+ public:
+  virtual ~PlanarStep() = default;
+  virtual void apply_planar(const cv::Mat& img, float* out) const = 0;  // img: 8-bit HWC
+};
+
 // A built step. operator() decides with probability p (p >= 1: always, no draw; p <= 0: never,
 // no draw; otherwise one uniform() < p), then draws its parameters and applies them.
 class Transform {
@@ -79,6 +99,9 @@ class Transform {
   // The numbers one apply() on `s` would draw, in the order of albumentations' params (for the
   // distribution tests against it); empty for a step that draws nothing. Consumes rng as apply does.
   virtual std::vector<double> draw_params(const Sample& s, AugmentRng& rng) const { return {}; }
+  // The step as a RegionStep or a PlanarStep, when it is one.
+  virtual const RegionStep* region_step() const { return nullptr; }
+  virtual const PlanarStep* planar_step() const { return nullptr; }
 
  private:
   double p_;
@@ -159,6 +182,14 @@ class Pipeline {
   Pipeline() = default;
   explicit Pipeline(std::vector<std::unique_ptr<Transform>> steps);
   void run(Sample& s, AugmentRng& rng) const;
+  // Steps [first, end): after a caller did steps()[0] as a leading_region(), or before it does the
+  // last as a trailing_planar().
+  void run_from(std::size_t first, Sample& s, AugmentRng& rng, std::size_t end = SIZE_MAX) const;
+  // The first step when it is a RegionStep that always applies (p >= 1), else nullptr.
+  const RegionStep* leading_region() const;
+  // The last step when it is a PlanarStep that always applies (p >= 1), else nullptr.
+  const PlanarStep* trailing_planar() const;
+  std::size_t size() const { return steps_.size(); }
   bool empty() const { return steps_.empty(); }
   const std::vector<std::shared_ptr<const Transform>>& steps() const { return steps_; }
 

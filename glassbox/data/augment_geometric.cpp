@@ -362,7 +362,7 @@ std::vector<ParamDef> crop_params() {
 
 // ---- RandomResizedCrop --------------------------------------------------------------------------
 
-class RandomResizedCropStep final : public Transform {
+class RandomResizedCropStep final : public Transform, public RegionStep {
  public:
   explicit RandomResizedCropStep(const Params& p)
       : Transform(p.p()),
@@ -406,6 +406,17 @@ class RandomResizedCropStep final : public Transform {
   std::vector<double> draw_params(const Sample& s, AugmentRng& rng) const override {
     const CropCoords c = draw(s.image.rows, s.image.cols, rng);
     return {double(c.x0), double(c.y0), double(c.x1), double(c.y1)};
+  }
+  const RegionStep* region_step() const override { return this; }
+  cv::Rect region(int height, int width, AugmentRng& rng) const override {
+    const CropCoords c = draw(height, width, rng);
+    return {c.x0, c.y0, c.x1 - c.x0, c.y1 - c.y0};
+  }
+  void apply_region(Sample& s) const override {
+    s.image =
+        resize_apply(s.image, out_h_, out_w_,
+                     random_resized_crop_interpolation(s.image.size(), out_h_, out_w_, interpolation_, area_, false));
+    if (!s.image.isContinuous()) s.image = s.image.clone();  // a crop already of the output size
   }
   void apply(Sample& s, AugmentRng& rng) const override {
     const CropCoords c = draw(s.image.rows, s.image.cols, rng);

@@ -320,13 +320,17 @@ class GaussNoiseStep final : public PixelStep {
   double scale_;
 };
 
-class NormalizeStep final : public PixelStep {
+class NormalizeStep final : public PixelStep, public PlanarStep {
  public:
   NormalizeStep(double p, std::vector<double> mean, std::vector<double> std, double max, Normalization mode)
       : PixelStep(p), mean_(std::move(mean)), std_(std::move(std)), max_(max), mode_(mode) {}
   std::string_view name() const override { return "Normalize"; }
   cv::Mat run(const cv::Mat& img, const std::vector<double>&) const override {
     return normalize_apply(img, mean_, std_, max_, mode_);
+  }
+  const PlanarStep* planar_step() const override { return this; }
+  void apply_planar(const cv::Mat& img, float* out) const override {
+    normalize_planes(img, normalize_tables(img, mean_, std_, max_, mode_), out);
   }
 
  private:

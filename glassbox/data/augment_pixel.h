@@ -82,5 +82,11 @@ enum class Normalization { kStandard, kImage, kImagePerChannel, kMinMax, kMinMax
 // channels). The per-image modes use the image's own statistics (mean/std unused), in double.
 cv::Mat normalize_apply(const cv::Mat& img, const std::vector<double>& mean, const std::vector<double>& std,
                         double max_pixel_value, Normalization mode);
+// The per-channel tables normalize_apply maps 0..255 through (the per-image modes read `img`).
+using NormalizeTables = std::vector<std::array<float, 256>>;
+NormalizeTables normalize_tables(const cv::Mat& img, const std::vector<double>& mean, const std::vector<double>& std,
+                                 double max_pixel_value, Normalization mode);
+// normalize_apply followed by HWC -> CHW in one pass: C planes of rows x cols floats at `out`.
+void normalize_planes(const cv::Mat& img, const NormalizeTables& luts, float* out);
 
 }  // namespace glassbox::data

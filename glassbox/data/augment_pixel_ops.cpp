@@ -453,16 +453,16 @@ cv::Mat gauss_noise_apply(const cv::Mat& img, const cv::Mat& noise_map) {
   return out;
 }
 
-cv::Mat normalize_apply(const cv::Mat& img, const std::vector<double>& mean, const std::vector<double>& std,
-                        double max_pixel_value, Normalization mode) {
+NormalizeTables normalize_tables(const cv::Mat& img, const std::vector<double>& mean, const std::vector<double>& std,
+                                 double max_pixel_value, Normalization mode) {
+  GB_CHECK(img.depth() == CV_8U, InvalidArgument, "Normalize expects an 8-bit image, got OpenCV depth " << img.depth(),
+           "put Normalize after the pixel transforms");
   const int cn = img.channels();
-  std::vector<cv::Mat> planes;
-  cv::split(img, planes);
-  std::vector<cv::Mat> luts;
-  // Each LUT maps 0..255 to float; cv::LUT with a float table gives float output.
+  NormalizeTables luts;
+  // Each table maps 0..255 to float32.
   auto lut_from = [](auto f) {
-    cv::Mat lut(1, 256, CV_32F);
-    for (int i = 0; i < 256; ++i) lut.at<float>(0, i) = f(i);
+    std::array<float, 256> lut{};
+    for (int i = 0; i < 256; ++i) lut[static_cast<std::size_t>(i)] = f(i);
     return lut;
   };
   if (mode == Normalization::kStandard) {
@@ -478,54 +478,77 @@ cv::Mat normalize_apply(const cv::Mat& img, const std::vector<double>& mean, con
       const float den = 1.0f / (static_cast<float>(pick(std, c)) * fmax);
       luts.push_back(lut_from([&](int i) { return (static_cast<float>(i) - m) * den; }));
     }
-  } else {
-    // Statistics of the image itself, in double (numpy 2 computes these modes in float64).
-    const bool per_channel =
-        cn > 1 && (mode == Normalization::kImagePerChannel || mode == Normalization::kMinMaxPerChannel);
-    const bool minmax = mode == Normalization::kMinMax || mode == Normalization::kMinMaxPerChannel;
-    const bool clip = !(per_channel && mode == Normalization::kMinMaxPerChannel);
-    auto stats = [&](const std::vector<cv::Mat>& ps) {
-      double lo = 255, hi = 0, sum = 0, n = 0;
-      for (const cv::Mat& pl : ps) {
-        double a, b;
-        cv::minMaxLoc(pl, &a, &b);
-        lo = std::min(lo, a);
-        hi = std::max(hi, b);
-        sum += cv::sum(pl)[0];
-        n += static_cast<double>(pl.total());
-      }
-      const double mu = sum / n;
-      double ss = 0;
-      for (const cv::Mat& pl : ps)
-        for (int y = 0; y < pl.rows; ++y)
-          for (int x = 0; x < pl.cols; ++x) {
-            const double d = pl.at<std::uint8_t>(y, x) - mu;
-            ss += d * d;
-          }
-      return std::array<double, 4>{lo, hi, mu, std::sqrt(ss / n)};
-    };
+    return luts;
+  }
+  // Statistics of the image itself, in double (numpy 2 computes these modes in float64).
+  std::vector<cv::Mat> planes;
+  cv::split(img, planes);
+  const bool per_channel =
+      cn > 1 && (mode == Normalization::kImagePerChannel || mode == Normalization::kMinMaxPerChannel);
+  const bool minmax = mode == Normalization::kMinMax || mode == Normalization::kMinMaxPerChannel;
+  const bool clip = !(per_channel && mode == Normalization::kMinMaxPerChannel);
+  auto stats = [&](const std::vector<cv::Mat>& ps) {
+    double lo = 255, hi = 0, sum = 0, n = 0;
+    for (const cv::Mat& pl : ps) {
+      double a, b;
+      cv::minMaxLoc(pl, &a, &b);
+      lo = std::min(lo, a);
+      hi = std::max(hi, b);
+      sum += cv::sum(pl)[0];
+      n += static_cast<double>(pl.total());
+    }
+    const double mu = sum / n;
+    double ss = 0;
+    for (const cv::Mat& pl : ps)
+      for (int y = 0; y < pl.rows; ++y)
+        for (int x = 0; x < pl.cols; ++x) {
+          const double d = pl.at<std::uint8_t>(y, x) - mu;
+          ss += d * d;
+        }
+    return std::array<double, 4>{lo, hi, mu, std::sqrt(ss / n)};
+  };
+  for (int c = 0; c < cn; ++c) {
+    if (!per_channel && c > 0) {
+      luts.push_back(luts[0]);
+      continue;
+    }
+    const auto st = per_channel ? stats({planes[static_cast<std::size_t>(c)]}) : stats(planes);
+    const double shift = minmax ? st[0] : st[2];
+    const double scale = minmax ? st[1] - st[0] + 1e-4 : st[3] + 1e-4;
+    luts.push_back(lut_from([&](int i) {
+      double v = (i - shift) / scale;
+      if (clip) v = std::clamp(v, -20.0, 20.0);
+      return static_cast<float>(v);
+    }));
+  }
+  return luts;
+}
+
+cv::Mat normalize_apply(const cv::Mat& img, const std::vector<double>& mean, const std::vector<double>& std,
+                        double max_pixel_value, Normalization mode) {
+  const NormalizeTables luts = normalize_tables(img, mean, std, max_pixel_value, mode);
+  const int cn = img.channels();
+  cv::Mat out(img.rows, img.cols, CV_MAKETYPE(CV_32F, cn));
+  for (int y = 0; y < img.rows; ++y) {
+    const std::uint8_t* src = img.ptr<std::uint8_t>(y);
+    float* dst = out.ptr<float>(y);
+    for (int x = 0; x < img.cols; ++x)
+      for (int c = 0; c < cn; ++c) dst[x * cn + c] = luts[static_cast<std::size_t>(c)][src[x * cn + c]];
+  }
+  return out;
+}
+
+void normalize_planes(const cv::Mat& img, const NormalizeTables& luts, float* out) {
+  const int cn = img.channels();
+  const std::ptrdiff_t plane = static_cast<std::ptrdiff_t>(img.rows) * img.cols;
+  for (int y = 0; y < img.rows; ++y) {
+    const std::uint8_t* src = img.ptr<std::uint8_t>(y);
     for (int c = 0; c < cn; ++c) {
-      if (!per_channel && c > 0) {
-        luts.push_back(luts[0]);
-        continue;
-      }
-      const auto st = per_channel ? stats({planes[static_cast<std::size_t>(c)]}) : stats(planes);
-      const double shift = minmax ? st[0] : st[2];
-      const double scale = minmax ? st[1] - st[0] + 1e-4 : st[3] + 1e-4;
-      luts.push_back(lut_from([&](int i) {
-        double v = (i - shift) / scale;
-        if (clip) v = std::clamp(v, -20.0, 20.0);
-        return static_cast<float>(v);
-      }));
+      const std::array<float, 256>& lut = luts[static_cast<std::size_t>(c)];
+      float* dst = out + c * plane + static_cast<std::ptrdiff_t>(y) * img.cols;
+      for (int x = 0; x < img.cols; ++x) dst[x] = lut[src[x * cn + c]];
     }
   }
-  std::vector<cv::Mat> out_planes(static_cast<std::size_t>(cn));
-  for (int c = 0; c < cn; ++c)
-    cv::LUT(planes[static_cast<std::size_t>(c)], luts[static_cast<std::size_t>(c)],
-            out_planes[static_cast<std::size_t>(c)]);
-  cv::Mat out;
-  cv::merge(out_planes, out);
-  return out;
 }
 
 }  // namespace glassbox::data

@@ -5,7 +5,9 @@
 #include <array>
 #include <cctype>
 #include <cstring>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <opencv2/core.hpp>
@@ -16,6 +18,7 @@
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
+#include "glassbox/data/jpeg.h"
 
 namespace glassbox::data {
 
@@ -97,6 +100,13 @@ void check_encoded(std::string_view head, std::string_view tail, std::size_t siz
   }
 }
 
+void check_region(const cv::Rect& r, int height, int width) {
+  GB_CHECK(!r.empty() && (r & cv::Rect(0, 0, width, height)) == r, Internal,
+           "region x " << r.x << " y " << r.y << " " << r.width << "x" << r.height << " is not inside the " << width
+                       << "x" << height << " image",
+           "report this as a bug");
+}
+
 void quiet_opencv_once() {
   static std::once_flag once;
   // libjpeg's warnings ("Premature end of JPEG file") would otherwise reach stderr from inside
@@ -119,6 +129,7 @@ cv::Mat decode_image(std::string_view bytes, const std::string& name, int channe
            "image channels must be 0 (as stored), 1 or 3, got " << channels, "set data.channels to 0, 1 or 3");
   check_encoded(bytes, bytes.substr(bytes.size() > 64 ? bytes.size() - 64 : 0), bytes.size(), name);
   const std::string kind = sniff(bytes);
+  if (kind == "JPEG" && jpeg_info(bytes)) return convert_channels(decode_jpeg(bytes, name), channels, true);
   cv::Mat raw;
   try {
     const cv::Mat buffer(1, static_cast<int>(bytes.size()), CV_8UC1,
@@ -151,16 +162,47 @@ cv::Mat decode_image(std::string_view bytes, const std::string& name, int channe
   GB_CHECK(c == 1 || c == 3 || c == 4, DataLoss,
            name << ": unsupported channel count " << c << "; glassbox reads gray, RGB and RGBA images",
            "convert it to gray or RGB");
+  cv::Mat out = convert_channels(img, channels, false);
+  if (out.data == raw.data) out = out.clone();  // never alias OpenCV's decode buffer by accident
+  return out;
+}
+
+cv::Mat decode_image_region(std::string_view bytes, const std::string& name, int channels,
+                            const std::function<cv::Rect(int height, int width)>& pick) {
+  if (sniff(bytes) == "JPEG") {
+    if (const std::optional<JpegInfo> info = jpeg_info(bytes)) {
+      check_encoded(bytes, bytes.substr(bytes.size() > 64 ? bytes.size() - 64 : 0), bytes.size(), name);
+      GB_CHECK(info->width > 0 && info->height > 0, DataLoss, name << ": an image with no pixels", kBadImageHint);
+      const cv::Rect r = pick(info->height, info->width);
+      check_region(r, info->height, info->width);
+      return convert_channels(decode_jpeg(bytes, name, r), channels, true);
+    }
+  }
+  const cv::Mat whole = decode_image(bytes, name, channels);
+  const cv::Rect r = pick(whole.rows, whole.cols);
+  check_region(r, whole.rows, whole.cols);
+  return whole(r);
+}
+
+cv::Mat convert_channels(const cv::Mat& img, int channels, bool rgb) {
+  const int c = img.channels();
   cv::Mat out;
   if (c == 1) {
-    out = channels == 3 ? cv::Mat() : img;
-    if (channels == 3) cv::cvtColor(img, out, cv::COLOR_GRAY2RGB);
+    if (channels == 3) {
+      cv::cvtColor(img, out, cv::COLOR_GRAY2RGB);
+    } else {
+      out = img;
+    }
   } else if (channels == 1) {
-    cv::cvtColor(img, out, c == 4 ? cv::COLOR_BGRA2GRAY : cv::COLOR_BGR2GRAY);
+    cv::cvtColor(
+        img, out,
+        c == 4 ? (rgb ? cv::COLOR_RGBA2GRAY : cv::COLOR_BGRA2GRAY) : (rgb ? cv::COLOR_RGB2GRAY : cv::COLOR_BGR2GRAY));
+  } else if (rgb) {
+    out = img;
+    if (c == 4) cv::cvtColor(img, out, cv::COLOR_RGBA2RGB);
   } else {
     cv::cvtColor(img, out, c == 4 ? cv::COLOR_BGRA2RGB : cv::COLOR_BGR2RGB);
   }
-  if (out.data == raw.data) out = out.clone();  // never alias OpenCV's decode buffer by accident
   return out;
 }
 

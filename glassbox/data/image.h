@@ -1,4 +1,5 @@
-// image: decoding image files into 8-bit HWC matrices in RGB order (OpenCV underneath).
+// image: decoding image files into 8-bit HWC matrices in RGB order (libjpeg-turbo directly for
+// JPEG, see jpeg.h; OpenCV for the rest).
 //
 //   cv::Mat rgb = read_image("leaves/healthy/001.jpg", 3);   // CV_8UC3, RGB order
 //   cv::Mat g = decode_image(bytes, "shard-0/42.png", 1);    // CV_8UC1 (colour converted to gray)
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -58,6 +60,17 @@ cv::Mat read_image(const std::filesystem::path& path, int channels = 0);
 
 // Decodes an encoded image held in memory; `name` is the file or member it came from, for errors.
 cv::Mat decode_image(std::string_view bytes, const std::string& name, int channels = 0);
+
+// Decodes the rectangle `pick(height, width)` chooses (it must lie inside the image) and nothing
+// more where the format allows it (JPEG: jpeg.h), otherwise decodes whole and crops: either way the
+// pixels decode_image gives there. For a pipeline led by a RegionStep (augment.h). A corrupt stretch
+// of a JPEG outside the rectangle may go unnoticed.
+cv::Mat decode_image_region(std::string_view bytes, const std::string& name, int channels,
+                            const std::function<cv::Rect(int height, int width)>& pick);
+
+// decode_image's channel step on a decoded 8-bit image of 1, 3 or 4 channels, in RGB(A) order
+// when `rgb`, otherwise OpenCV's BGR(A): to `channels` (0: 1 stays 1, else RGB).
+cv::Mat convert_channels(const cv::Mat& img, int channels, bool rgb);
 
 // [C, H, W] uint8 (a copy) from an 8-bit HWC matrix, and back.
 at::Tensor image_to_tensor(const cv::Mat& image);

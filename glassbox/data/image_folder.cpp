@@ -19,6 +19,7 @@
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
+#include "glassbox/data/buffer_pool.h"
 #include "glassbox/data/csv.h"
 #include "glassbox/data/image.h"
 #include "glassbox/data/webdataset.h"
@@ -502,36 +503,65 @@ ImageDataset::ImageDataset(std::vector<ImageRef> files, at::Tensor labels, Image
 }
 
 Sample ImageDataset::sample(std::int64_t i, std::uint64_t epoch_seed) const {
+  return transformed(i, epoch_seed, SIZE_MAX);
+}
+
+Sample ImageDataset::transformed(std::int64_t i, std::uint64_t epoch_seed, std::size_t end) const {
   const ImageRef& f = files_.at(static_cast<std::size_t>(i));
-  Sample s{read_image(f, static_cast<int>(options_.channels)), {}};
-  if (options_.pipeline) {
-    AugmentRng rng(sample_seed(epoch_seed, i));
-    options_.pipeline->run(s, rng);
+  const int channels = static_cast<int>(options_.channels);
+  if (!options_.pipeline) return Sample{read_image(f, channels), {}};
+  AugmentRng rng(sample_seed(epoch_seed, i));
+  if (const RegionStep* lead = options_.pipeline->leading_region()) {
+    // A RandomResizedCrop first: decode the rectangle it keeps and nothing more (the same pixels).
+    Sample s{
+        decode_image_region(read_encoded(f), f.name(), channels, [&](int h, int w) { return lead->region(h, w, rng); }),
+        {}};
+    lead->apply_region(s);
+    options_.pipeline->run_from(1, s, rng, end);
+    return s;
   }
+  Sample s{read_image(f, channels), {}};
+  options_.pipeline->run_from(0, s, rng, end);
   return s;
 }
 
-at::Tensor ImageDataset::to_tensor(const Sample& s, const ImageRef& file) const {
+void ImageDataset::write_chw(const Sample& s, const ImageRef& file, const std::vector<std::int64_t>& want, float* out,
+                             const PlanarStep* planar) const {
   const cv::Mat& img = s.image;
   const std::vector<std::int64_t> shape = {img.channels(), img.rows, img.cols};
-  GB_CHECK(options_.sample_shape.empty() || shape == options_.sample_shape, InvalidArgument,
+  GB_CHECK(want.empty() || shape == want, InvalidArgument,
            file.name() << ": the image comes out " << shape_text(shape) << " (CxHxW) but the data set's samples are "
-                       << shape_text(options_.sample_shape),
+                       << shape_text(want),
            "give every image one size: add a Resize (or RandomResizedCrop) step to data.train_transforms and a "
            "Resize/CenterCrop to data.eval_transforms");
+  if (planar != nullptr) return planar->apply_planar(img, out);  // the pipeline's last step, fused
+  // HWC -> CHW by splitting into planes that are the output's own memory (no transposing copy).
+  const int c = img.channels();
+  std::vector<cv::Mat> planes;
+  for (int k = 0; k < c; ++k)
+    planes.emplace_back(img.rows, img.cols, CV_32FC1, out + static_cast<std::ptrdiff_t>(k) * img.rows * img.cols);
   cv::Mat f;
   if (img.depth() == CV_32F) {
-    f = img.isContinuous() ? img : img.clone();
+    f = img;
   } else {
     img.convertTo(f, CV_32F, 1.0 / 255.0);
   }
-  at::Tensor t = torch::from_blob(f.data, {f.rows, f.cols, f.channels()}, torch::kFloat).permute({2, 0, 1}).clone();
+  if (c == 1) {
+    f.copyTo(planes[0]);
+  } else {
+    cv::split(f, planes);
+  }
   if (!options_.pipeline_normalizes && !options_.mean.empty()) {
-    const auto c = t.size(0);
+    at::Tensor t = torch::from_blob(out, {c, img.rows, img.cols}, torch::kFloat);
     const at::Tensor m = torch::tensor(options_.mean, torch::kFloat).expand({c}).view({c, 1, 1});
     const at::Tensor sd = torch::tensor(options_.std, torch::kFloat).expand({c}).view({c, 1, 1});
     t.sub_(m).div_(sd);
   }
+}
+
+at::Tensor ImageDataset::to_tensor(const Sample& s, const ImageRef& file) const {
+  at::Tensor t = torch::empty({s.image.channels(), s.image.rows, s.image.cols}, torch::kFloat);
+  write_chw(s, file, options_.sample_shape, t.data_ptr<float>(), nullptr);
   return t;
 }
 
@@ -571,16 +601,26 @@ at::Tensor ImageDataset::shuffled_order(std::uint64_t epoch_seed) const {
 Batch ImageDataset::get_epoch_batch(const at::Tensor& indices, std::uint64_t epoch_seed) const {
   const at::Tensor idx = indices.to(torch::kCPU, torch::kLong).contiguous();
   const std::int64_t n = idx.numel();
-  std::vector<at::Tensor> inputs;
-  inputs.reserve(static_cast<std::size_t>(n));
   const std::int64_t* p = idx.const_data_ptr<std::int64_t>();
+  // Each sample goes straight into its slot of the batch: no per-sample tensor, no stack.
+  Batch b;
+  b.inputs = torch::empty({0}, torch::kFloat);
+  std::vector<std::int64_t> shape = options_.sample_shape;
+  // A trailing Normalize writes the batch's planes itself (no float HWC image in between).
+  const PlanarStep* planar = options_.pipeline ? options_.pipeline->trailing_planar() : nullptr;
+  const std::size_t end = planar != nullptr ? options_.pipeline->size() - 1 : SIZE_MAX;
   for (std::int64_t k = 0; k < n; ++k) {
     GB_CHECK(p[k] >= 0 && p[k] < size(), InvalidArgument,
              "sample index " << p[k] << " is out of range for " << size() << " images", "");
-    inputs.push_back(to_tensor(sample(p[k], epoch_seed), files_[static_cast<std::size_t>(p[k])]));
+    const Sample s = transformed(p[k], epoch_seed, end);
+    if (k == 0) {
+      if (shape.empty()) shape = {s.image.channels(), s.image.rows, s.image.cols};
+      std::vector<std::int64_t> batch_shape = {n};
+      batch_shape.insert(batch_shape.end(), shape.begin(), shape.end());
+      b.inputs = pooled_empty(batch_shape);  // recycled memory: no page faults per batch
+    }
+    write_chw(s, files_[static_cast<std::size_t>(p[k])], shape, b.inputs[k].data_ptr<float>(), planar);
   }
-  Batch b;
-  b.inputs = n > 0 ? torch::stack(inputs) : torch::empty({0}, torch::kFloat);
   b.targets = labels_.index_select(0, idx);
   b.indices = idx;
   return b;

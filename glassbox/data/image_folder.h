@@ -93,6 +93,13 @@ class ImageDataset final : public Dataset {
   const ImageDatasetOptions& options() const { return options_; }
 
  private:
+  // Sample i through the pipeline's steps [0, end).
+  Sample transformed(std::int64_t i, std::uint64_t epoch_seed, std::size_t end) const;
+  // Writes a transformed sample as float32 CHW at `out` (its shape checked against `want`), through
+  // `planar` (the pipeline's last step, not yet applied) when given.
+  void write_chw(const Sample& s, const ImageRef& file, const std::vector<std::int64_t>& want, float* out,
+                 const PlanarStep* planar) const;
+
   std::vector<ImageRef> files_;
   at::Tensor labels_;
   ImageDatasetOptions options_;

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
+#include "glassbox/data/augment.h"
 #include "glassbox/data/image.h"
 #include "glassbox/data/image_preprocessing.h"
 #include "glassbox/data/loader.h"
@@ -256,6 +258,54 @@ TEST(ImageFolder, AugmentedBatchesDependOnSeedEpochAndIndexOnly) {
   // Evaluation is deterministic: the centre crop of the decoded file.
   const Batch t = s.test->get_batch(torch::tensor({0}));
   EXPECT_EQ(t.inputs.sizes(), (std::vector<std::int64_t>{1, 3, 6, 5}));
+}
+
+TEST(ImageFolder, BatchesEqualTheSamplesOneByOne) {
+  // get_batch decodes only a leading RandomResizedCrop's rectangle, writes a trailing Normalize
+  // straight into the batch's planes and recycles the batch memory; the tensors must still equal
+  // each sample decoded whole, transformed step by step and converted on its own.
+  const fs::path root = testing::temp_dir("imgf_fused");
+  for (int i = 0; i < 6; ++i) {
+    cv::Mat img(90 + 7 * i, 120 - 5 * i, CV_8UC3);
+    cv::randu(img, 0, 256);
+    cv::GaussianBlur(img, img, cv::Size(5, 5), 0);
+    fs::create_directories(root / (i % 2 ? "a" : "b"));
+    write_file_atomic(root / (i % 2 ? "a" : "b") / (std::to_string(i) + ".jpg"), encode_jpeg(img, 90));
+  }
+  TransformSpec crop;
+  crop.name = "RandomResizedCrop";
+  crop.numbers["size"] = {32, 40};
+  TransformSpec flip;
+  flip.name = "HorizontalFlip";
+  TransformSpec norm;
+  norm.name = "Normalize";
+  TransformSpec resize;
+  resize.name = "Resize";
+  resize.ints["height"] = 32;
+  resize.ints["width"] = 40;
+  for (const bool normalize_step : {true, false}) {
+    DataOptions o = folder_options(root);
+    o.train_transforms = {crop, flip};
+    o.eval_transforms = {resize};
+    if (normalize_step) {
+      o.train_transforms.push_back(norm);
+      o.eval_transforms.push_back(norm);
+    }
+    o.normalize = !normalize_step;  // without the step: data.mean/std on pixels / 255
+    const Splits s = load_splits(o);
+    const auto& ds = dynamic_cast<const ImageDataset&>(*s.train);
+    ASSERT_EQ(ds.options().pipeline->trailing_planar() != nullptr, normalize_step);
+    for (std::uint64_t seed : {0u, 7u}) {
+      const Batch b = ds.get_epoch_batch(torch::arange(ds.size()), seed);
+      for (std::int64_t i = 0; i < ds.size(); ++i) {
+        Sample one{read_image(ds.files()[static_cast<std::size_t>(i)], 3), {}};
+        AugmentRng rng(sample_seed(seed, i));
+        ds.options().pipeline->run(one, rng);
+        EXPECT_TRUE(torch::equal(b.inputs[i], ds.to_tensor(one, ds.files()[static_cast<std::size_t>(i)])))
+            << "sample " << i << " seed " << seed << (normalize_step ? " with" : " without") << " Normalize";
+      }
+    }
+  }
 }
 
 TEST(ImagePreprocessing, ContractJsonRebuildsTheEvalPipelineAndFoldsNormalize) {

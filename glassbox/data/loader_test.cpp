@@ -14,6 +14,7 @@
 #include "glassbox/base/config.h"
 #include "glassbox/base/error.h"
 #include "glassbox/core/device.h"
+#include "glassbox/data/buffer_pool.h"
 
 namespace glassbox::data {
 namespace {
@@ -399,6 +400,44 @@ TEST(LoaderOptions, VisitAndValidate) {
   LoaderOptions zero;
   zero.batch_size = 0;
   EXPECT_THROW(Loader(std::make_shared<ProbeDataset>(5), zero), Error);
+}
+
+TEST(BufferPool, ReleasedBatchMemoryIsReusedAndTheFreeListIsBounded) {
+  const std::vector<std::int64_t> shape = {3, 5, 7};
+  void* first = nullptr;
+  {
+    at::Tensor t = pooled_empty(shape);
+    EXPECT_EQ(t.sizes(), at::IntArrayRef(shape));
+    EXPECT_EQ(t.scalar_type(), at::kFloat);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 64, 0u);
+    t.fill_(2.5f);
+    first = t.data_ptr();
+  }
+  const std::size_t held = pooled_free_bytes();
+  EXPECT_GE(held, 3u * 5 * 7 * sizeof(float));
+  {
+    // Released on another thread (the consumer of a loader's batch), taken again here.
+    at::Tensor t = pooled_empty(shape);
+    EXPECT_EQ(t.data_ptr(), first);
+    EXPECT_EQ(pooled_free_bytes(), held - 448);  // 105 floats, rounded up to 64 bytes
+    std::thread([t = std::move(t)]() mutable { t = at::Tensor(); }).join();
+  }
+  EXPECT_EQ(pooled_free_bytes(), held);
+  // A view keeps the buffer: it returns only when the last reference goes.
+  at::Tensor view;
+  {
+    at::Tensor t = pooled_empty({64, 64});
+    view = t[3];
+  }
+  EXPECT_EQ(pooled_free_bytes(), held);
+  view = at::Tensor();
+  EXPECT_GT(pooled_free_bytes(), held);
+  // Far more released at once than the bound: the pool keeps at most kMaxPooledBytes.
+  std::vector<at::Tensor> many;
+  for (int i = 0; i < 12; ++i) many.push_back(pooled_empty({8 << 20}));  // 32 MiB each (never touched)
+  many.clear();
+  EXPECT_LE(pooled_free_bytes(), kMaxPooledBytes);
+  EXPECT_GT(pooled_free_bytes(), kMaxPooledBytes / 2);
 }
 
 }  // namespace
