@@ -309,9 +309,7 @@ class GaussNoiseStep final : public PixelStep {
     return {sigma, mean, static_cast<double>(rng.randint(0, 65535))};
   }
   cv::Mat run(const cv::Mat& img, const std::vector<double>& v) const override {
-    const cv::Mat noise = gauss_noise_map(img.rows, img.cols, img.channels(), v[0], v[1],
-                                          static_cast<std::uint64_t>(v[2]), per_channel_, scale_);
-    return gauss_noise_apply(img, noise);
+    return gauss_noise(img, v[0], v[1], static_cast<std::uint64_t>(v[2]), per_channel_, scale_);
   }
 
  private:

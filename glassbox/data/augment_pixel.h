@@ -75,6 +75,9 @@ cv::Mat gauss_noise_map(int rows, int cols, int channels, double std, double mea
                         double noise_scale_factor);
 // out = clamp(i + trunc(noise)); noise_map has the image's size and channel count.
 cv::Mat gauss_noise_apply(const cv::Mat& img, const cv::Mat& noise_map);
+// gauss_noise_map + gauss_noise_apply, fused where the map needs no resize: the same pixels.
+cv::Mat gauss_noise(const cv::Mat& img, double std, double mean, std::uint64_t seed, bool per_channel,
+                    double noise_scale_factor);
 
 enum class Normalization { kStandard, kImage, kImagePerChannel, kMinMax, kMinMaxPerChannel };
 // CV_32F. Standard: (i - mean * max) / (std * max) per channel through float32 tables (one

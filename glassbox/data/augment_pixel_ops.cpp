@@ -439,6 +439,50 @@ cv::Mat gauss_noise_map(int rows, int cols, int channels, double std, double mea
   return out;
 }
 
+cv::Mat gauss_noise(const cv::Mat& img, double std, double mean, std::uint64_t seed, bool per_channel,
+                    double noise_scale_factor) {
+  const int channels = img.channels();
+  const int cn = per_channel ? channels : 1;
+  if (noise_scale_factor != 1.0 || img.depth() != CV_8U) {
+    return gauss_noise_apply(
+        img, gauss_noise_map(img.rows, img.cols, channels, std, mean, seed, per_channel, noise_scale_factor));
+  }
+  // gauss_noise_map then gauss_noise_apply in one pass over the float64 draws (the same numbers:
+  // OpenCV's normal fill overwrites every element, so the zeroing albumentations does first
+  // changes nothing), a few rows at a time: the generator continues its sequence from one fill to
+  // the next, and the draws stay in cache.
+  const int rows_per_block = std::max(1, (16 << 10) / std::max(1, img.cols * cn));
+  cv::Mat draws(std::min(rows_per_block, img.rows), img.cols, CV_64FC(cn));
+  const cv::Mat m(cn, 1, CV_32F, cv::Scalar::all(static_cast<float>(mean)));
+  const cv::Mat s(cn, 1, CV_32F, cv::Scalar::all(static_cast<float>(std)));
+  cv::RNG rng(seed);
+  cv::Mat out(img.size(), img.type());
+  for (int y0 = 0; y0 < img.rows; y0 += rows_per_block) {
+    const int n = std::min(rows_per_block, img.rows - y0);
+    cv::Mat block = draws.rowRange(0, n);
+    rng.fill(block, cv::RNG::NORMAL, m, s);
+    for (int r = 0; r < n; ++r) {
+      const std::uint8_t* src = img.ptr<std::uint8_t>(y0 + r);
+      const double* nz = block.ptr<double>(r);
+      std::uint8_t* dst = out.ptr<std::uint8_t>(y0 + r);
+      // int(): truncation toward zero, as np.trunc then the cast; flat loops the compiler vectorises
+      const auto add = [](int a, float v) {
+        return static_cast<std::uint8_t>(std::clamp(a + static_cast<int>(v), 0, 255));
+      };
+      if (cn == channels) {
+        const int len = img.cols * channels;
+        for (int i = 0; i < len; ++i) dst[i] = add(src[i], static_cast<float>(nz[i]) * 255.0f);
+      } else {
+        for (int x = 0; x < img.cols; ++x) {
+          const float v = static_cast<float>(nz[x]) * 255.0f;
+          for (int c = 0; c < channels; ++c) dst[x * channels + c] = add(src[x * channels + c], v);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 cv::Mat gauss_noise_apply(const cv::Mat& img, const cv::Mat& noise_map) {
   GB_CHECK(noise_map.size() == img.size() && noise_map.channels() == img.channels() && noise_map.depth() == CV_32F,
            InvalidArgument, "GaussNoise's noise map does not match the image", "");
@@ -448,7 +492,9 @@ cv::Mat gauss_noise_apply(const cv::Mat& img, const cv::Mat& noise_map) {
     const std::uint8_t* src = img.ptr<std::uint8_t>(y);
     const float* nz = noise_map.ptr<float>(y);
     std::uint8_t* dst = out.ptr<std::uint8_t>(y);
-    for (int x = 0; x < n; ++x) dst[x] = cv::saturate_cast<std::uint8_t>(src[x] + static_cast<int>(std::trunc(nz[x])));
+    // int(): truncation toward zero, as np.trunc then the cast
+    for (int x = 0; x < n; ++x)
+      dst[x] = static_cast<std::uint8_t>(std::clamp(src[x] + static_cast<int>(nz[x]), 0, 255));
   }
   return out;
 }
@@ -524,31 +570,57 @@ NormalizeTables normalize_tables(const cv::Mat& img, const std::vector<double>& 
   return luts;
 }
 
-cv::Mat normalize_apply(const cv::Mat& img, const std::vector<double>& mean, const std::vector<double>& std,
-                        double max_pixel_value, Normalization mode) {
-  const NormalizeTables luts = normalize_tables(img, mean, std, max_pixel_value, mode);
-  const int cn = img.channels();
-  cv::Mat out(img.rows, img.cols, CV_MAKETYPE(CV_32F, cn));
-  for (int y = 0; y < img.rows; ++y) {
-    const std::uint8_t* src = img.ptr<std::uint8_t>(y);
-    float* dst = out.ptr<float>(y);
-    for (int x = 0; x < img.cols; ++x)
-      for (int c = 0; c < cn; ++c) dst[x * cn + c] = luts[static_cast<std::size_t>(c)][src[x * cn + c]];
-  }
-  return out;
-}
+namespace {
 
-void normalize_planes(const cv::Mat& img, const NormalizeTables& luts, float* out) {
-  const int cn = img.channels();
-  const std::ptrdiff_t plane = static_cast<std::ptrdiff_t>(img.rows) * img.cols;
-  for (int y = 0; y < img.rows; ++y) {
-    const std::uint8_t* src = img.ptr<std::uint8_t>(y);
-    for (int c = 0; c < cn; ++c) {
-      const std::array<float, 256>& lut = luts[static_cast<std::size_t>(c)];
-      float* dst = out + c * plane + static_cast<std::ptrdiff_t>(y) * img.cols;
-      for (int x = 0; x < img.cols; ++x) dst[x] = lut[src[x * cn + c]];
+// dst[x * cn + c] = lut_c[src[x * cn + c]], or planar dst_c[x] = lut_c[src[x * cn + c]] (planes
+// `plane` floats apart), with the channel count a compile-time constant where it is 1, 3 or 4.
+template <int CN>
+void lut_row(const std::uint8_t* src, int cols, const float* const* luts, float* dst, std::ptrdiff_t plane) {
+  if (plane == 0) {
+    for (int x = 0; x < cols; ++x)
+      for (int c = 0; c < CN; ++c) dst[x * CN + c] = luts[c][src[x * CN + c]];
+  } else {
+    for (int c = 0; c < CN; ++c) {
+      const float* lut = luts[c];
+      float* d = dst + c * plane;
+      for (int x = 0; x < cols; ++x) d[x] = lut[src[x * CN + c]];
     }
   }
 }
+
+void lut_row_any(const std::uint8_t* src, int cols, int cn, const float* const* luts, float* dst,
+                 std::ptrdiff_t plane) {
+  for (int x = 0; x < cols; ++x)
+    for (int c = 0; c < cn; ++c) (plane == 0 ? dst[x * cn + c] : dst[c * plane + x]) = luts[c][src[x * cn + c]];
+}
+
+void lut_image(const cv::Mat& img, const NormalizeTables& luts, float* out, bool planar) {
+  const int cn = img.channels();
+  std::vector<const float*> t;
+  for (const auto& l : luts) t.push_back(l.data());
+  const std::ptrdiff_t plane = planar ? static_cast<std::ptrdiff_t>(img.rows) * img.cols : 0;
+  for (int y = 0; y < img.rows; ++y) {
+    const std::uint8_t* src = img.ptr<std::uint8_t>(y);
+    float* dst = out + static_cast<std::ptrdiff_t>(y) * img.cols * (planar ? 1 : cn);
+    switch (cn) {
+      case 1: lut_row<1>(src, img.cols, t.data(), dst, plane); break;
+      case 3: lut_row<3>(src, img.cols, t.data(), dst, plane); break;
+      case 4: lut_row<4>(src, img.cols, t.data(), dst, plane); break;
+      default: lut_row_any(src, img.cols, cn, t.data(), dst, plane);
+    }
+  }
+}
+
+}  // namespace
+
+cv::Mat normalize_apply(const cv::Mat& img, const std::vector<double>& mean, const std::vector<double>& std,
+                        double max_pixel_value, Normalization mode) {
+  const NormalizeTables luts = normalize_tables(img, mean, std, max_pixel_value, mode);
+  cv::Mat out(img.rows, img.cols, CV_MAKETYPE(CV_32F, img.channels()));
+  lut_image(img, luts, out.ptr<float>(), false);
+  return out;
+}
+
+void normalize_planes(const cv::Mat& img, const NormalizeTables& luts, float* out) { lut_image(img, luts, out, true); }
 
 }  // namespace glassbox::data

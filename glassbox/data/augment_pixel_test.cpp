@@ -298,6 +298,12 @@ TEST(AugmentPixelParity, MatchesAlbumentationsGivenTheSameDraws) {
       const bool resized = arg<double>(kw, "noise_scale_factor", 1.0) < 1;
       EXPECT_LE(max_diff(ours, noise), resized ? 1e-3 : 0);
       tol = resized ? 1 : 0;
+      // The step's fused path (draws and addition in one pass) against albumentations' output.
+      EXPECT_LE(max_diff(gauss_noise(img, d[0], d[1], static_cast<std::uint64_t>(d[2]),
+                                     arg<bool>(kw, "per_channel", true), arg<double>(kw, "noise_scale_factor", 1.0)),
+                         want),
+                tol)
+          << id;
     } else if (c.name == "Normalize") {
       const std::string mode = arg<std::string>(kw, "normalization", "standard");
       const std::map<std::string, Normalization> m = {{"standard", Normalization::kStandard},
