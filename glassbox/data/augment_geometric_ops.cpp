@@ -318,7 +318,7 @@ void elastic_maps(const cv::Mat& noise, int height, bool gaussian, double alpha,
   // The rows of dx and dy are blurred as one tall image, so dx's last rows leak into dy's first
   // ones; albumentations does this and the parity depends on it.
   const int ksize = approximate ? 17 : 0;
-  cv::GaussianBlur(f, f, cv::Size(ksize, ksize), sigma, 0, cv::BORDER_REPLICATE);
+  f = gaussian_blur_replicate(f, ksize, sigma);  // cv::GaussianBlur(BORDER_REPLICATE), faster (simd.h)
   const float a = static_cast<float>(alpha);
   f.forEach<float>([a](float& v, const int*) { v = v * a; });
   const cv::Mat dx = f.rowRange(0, height), dy = same_dxdy ? dx : f.rowRange(height, 2 * height);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -557,6 +558,25 @@ TEST(AugmentPixelSteps, TableDetails) {
 
 // The byte kernels give the scalar definition's bytes on every path (AVX-512 VBMI when the CPU
 // has it, the portable loop otherwise), at every length and width, tails included.
+TEST(SimdKernels, GaussianBlurEqualsOpenCvWithinFloatRounding) {
+  // ElasticTransform's blur of its displacement noise: OpenCV's GaussianBlur with replicated
+  // borders, for kernels narrower and wider than the image, and OpenCV's own size choice (0).
+  cv::RNG rng(5);
+  for (const auto& [size, ksize, sigma] : std::vector<std::tuple<cv::Size, int, double>>{
+           {{53, 37}, 0, 50.0}, {{53, 74}, 17, 50.0}, {{8, 12}, 0, 4.0}, {{200, 150}, 0, 5.0}, {{1, 9}, 5, 1.0}}) {
+    cv::Mat src(size, CV_32FC1);
+    rng.fill(src, cv::RNG::NORMAL, 0.0, 1.0);
+    cv::Mat want;
+    cv::GaussianBlur(src, want, cv::Size(ksize, ksize), sigma, 0, cv::BORDER_REPLICATE);
+    const cv::Mat got = gaussian_blur_replicate(src, ksize, sigma);
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_EQ(got.type(), CV_32FC1);
+    double scale = 0;
+    cv::minMaxLoc(cv::abs(want), nullptr, &scale);
+    EXPECT_LE(cv::norm(got, want, cv::NORM_INF), 1e-5 * std::max(1.0, scale)) << size << " k" << ksize << " s" << sigma;
+  }
+}
+
 TEST(SimdKernels, LutAndHorizontalFlipEqualTheirDefinitions) {
   cv::RNG rng(5);
   std::array<std::uint8_t, 256> table{};

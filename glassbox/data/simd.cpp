@@ -1,13 +1,18 @@
 // Tested by augment_pixel_test.cpp (SimdKernels.*).
 #include "glassbox/data/simd.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "glassbox/base/error.h"
 #endif
 
 namespace glassbox::data {
@@ -106,6 +111,45 @@ cv::Mat hflip_bytes(const cv::Mat& img) {
   }
 #endif
   cv::flip(img, out, 1);
+  return out;
+}
+
+namespace {
+
+// acc[x] += k * src[x]: the one loop of the blur, cloned per instruction set (and vectorised:
+// -O2's cost model would not, for the remainder loop it needs).
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3"))) void multiply_add(
+    float* __restrict acc, const float* __restrict src, float k, int n) {
+  for (int x = 0; x < n; ++x) acc[x] += k * src[x];
+}
+
+}  // namespace
+
+cv::Mat gaussian_blur_replicate(const cv::Mat& src, int ksize, double sigma) {
+  GB_CHECK(src.type() == CV_32FC1 && !src.empty(), InvalidArgument, "gaussian_blur_replicate takes a CV_32FC1 image",
+           "");
+  if (ksize <= 0) ksize = cvRound(sigma * 4 * 2 + 1) | 1;
+  GB_CHECK(ksize % 2 == 1, InvalidArgument, "the blur kernel size must be odd, got " << ksize, "");
+  const cv::Mat kernel = cv::getGaussianKernel(ksize, sigma, CV_32F);
+  const float* k = kernel.ptr<float>();
+  const int r = ksize / 2, h = src.rows, w = src.cols;
+  // Rows: each source row padded by replication, then ksize shifted multiply-adds.
+  cv::Mat rows(h, w, CV_32FC1, cv::Scalar(0));
+  std::vector<float> padded(static_cast<std::size_t>(w + 2 * r));
+  for (int y = 0; y < h; ++y) {
+    const float* in = src.ptr<float>(y);
+    std::fill(padded.begin(), padded.begin() + r, in[0]);
+    std::copy(in, in + w, padded.begin() + r);
+    std::fill(padded.begin() + r + w, padded.end(), in[w - 1]);
+    float* acc = rows.ptr<float>(y);
+    for (int i = 0; i < ksize; ++i) multiply_add(acc, padded.data() + i, k[i], w);
+  }
+  // Columns: output row y sums rows y - r .. y + r of the row pass, the edge rows replicated.
+  cv::Mat out(h, w, CV_32FC1, cv::Scalar(0));
+  for (int y = 0; y < h; ++y) {
+    float* acc = out.ptr<float>(y);
+    for (int i = 0; i < ksize; ++i) multiply_add(acc, rows.ptr<float>(std::clamp(y + i - r, 0, h - 1)), k[i], w);
+  }
   return out;
 }
 
