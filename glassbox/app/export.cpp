@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "glassbox/app/inference.h"
+#include "glassbox/app/init_weights.h"
 #include "glassbox/app/run.h"
 #include "glassbox/base/error.h"
 #include "glassbox/base/progress.h"
@@ -40,17 +41,8 @@ LoadedModel model_of_config(const ExportJob& job) {
   m.info = m.data->info();
   m.scale = data_scale(m.config.data.source);
   m.model = nn::make_model(m.config.model, nn::ModelShape{m.info.sample_shape, m.info.num_classes});
-  if (!m.config.model.init_from.empty()) {
-    const fs::path from = m.config.model.init_from;
-    GB_CHECK(fs::exists(from), NotFound, "model.init_from: nothing at " << from.string(),
-             "pass a checkpoint directory or a .safetensors file");
-    if (fs::is_directory(from)) {
-      const train::Checkpoint c = train::read_checkpoint(from);
-      train::load_module_state(*m.model->module(), c.model, c.state.value("trainable_only", false));
-    } else {
-      train::load_module_state(*m.model->module(), load_safetensors(from), false);
-    }
-  }
+  if (!m.config.model.init_from.empty())
+    load_initial_weights(*m.model->module(), m.config.model.init_from, m.config.model.init_strict);
   m.model->module()->eval();
   m.outputs_probabilities = m.config.model.name == "mlp" && m.config.model.mlp.output == nn::MlpOutput::kSoftmax;
   m.run_dir = fs::path("export") / m.config.name;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 
 #include "glassbox/app/data.h"
 #include "glassbox/app/inference.h"
+#include "glassbox/app/init_weights.h"
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
 #include "glassbox/base/interrupt.h"
@@ -107,17 +109,6 @@ std::string jsonl_up_to(const fs::path& path, std::int64_t max_step) {
     text += line + "\n";
   }
   return text;
-}
-
-void load_initial_weights(torch::nn::Module& module, const fs::path& from) {
-  GB_CHECK(fs::exists(from), NotFound, "model.init_from: no checkpoint or safetensors file at " << from.string(),
-           "pass a checkpoint directory (runs/NAME/checkpoints/last.ckpt) or a .safetensors file");
-  if (fs::is_directory(from)) {
-    const train::Checkpoint c = train::read_checkpoint(from);
-    train::load_module_state(module, c.model, c.state.value("trainable_only", false));
-  } else {
-    train::load_module_state(module, load_safetensors(from), false);
-  }
 }
 
 }  // namespace
@@ -274,7 +265,9 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   const train::DataInfo info = data.info();
   auto model = nn::make_model(config.model, nn::ModelShape{info.sample_shape, info.num_classes});
   nn::Model* model_ptr = model.get();
-  if (!resuming && !config.model.init_from.empty()) load_initial_weights(*model->module(), config.model.init_from);
+  std::optional<nn::InitReport> init;
+  if (!resuming && !config.model.init_from.empty())
+    init = load_initial_weights(*model->module(), config.model.init_from, config.model.init_strict);
   train::ClassificationTask task(std::move(model), nn::Loss(config.loss, info.num_classes));
   if (resuming) {
     // The checkpoint must fit this model; the Trainer restores everything when fit starts.
@@ -329,6 +322,7 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   trainer.set_checkpoint_extra({{"data_info", data_info_to_json(info, scale)},
                                 {"contract", nlohmann::json::parse(nn::contract_to_json(contract_for(
                                                  config, info, scale, probabilities, run_dir.filename().string())))}});
+  if (init && !request.quiet) out << "init_from " << config.model.init_from << ": " << init->summary() << "\n";
   if (config.trainer.enable_model_summary && !request.quiet) {
     trainer.add_callback(std::make_unique<train::ModelSummary>(
         out, info.sample_shape, [model_ptr](const at::Tensor& x) { return model_ptr->forward(x); }));
@@ -454,7 +448,10 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
         {"checkpoint", plan.resume.string()}, {"epoch", plan.resume_epoch}, {"step", plan.resume_step}};
     if (plan.fork) summary["parent_run"] = plan.parent_run.string();
   }
-  if (!config.model.init_from.empty() && !resuming) summary["init_from"] = config.model.init_from;
+  if (init) {
+    summary["init_from"] = config.model.init_from;
+    summary["init"] = init->to_json();
+  }
   for (const auto& [k, v] : trainer.callback_metrics()) summary["final_metrics"][k] = v;
   if (writes) write_file_atomic(run_dir / "summary.json", summary.dump(2) + "\n");
   if (!request.quiet) {

@@ -90,6 +90,13 @@ const char* op_name(OpKind kind) {
     case OpKind::kAdd: return "add";
     case OpKind::kSoftmax: return "softmax";
     case OpKind::kLogSoftmax: return "log_softmax";
+    case OpKind::kHardswish: return "hardswish";
+    case OpKind::kHardsigmoid: return "hardsigmoid";
+    case OpKind::kMul: return "mul";
+    case OpKind::kAddParameter: return "add_parameter";
+    case OpKind::kTokens: return "tokens";
+    case OpKind::kSelectFirst: return "select_first";
+    case OpKind::kSelfAttention: return "self_attention";
   }
   return "?";
 }

@@ -8,7 +8,7 @@
 //
 // Built in: Linear, Conv2d, BatchNorm1d/2d, LayerNorm, GroupNorm, ReLU/GELU/Tanh/Sigmoid/SiLU/
 // LeakyReLU/ELU, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout (identity at inference),
-// Softmax/LogSoftmax, Identity, Sequential, and the zoo (mlp, cnn, resnet18 and its BasicBlock).
+// Softmax/LogSoftmax, Identity, Sequential, and the zoo's models and blocks.
 // A user's module type gets exported by registering a lowering:
 //
 //   register_lowering<MyBlockImpl>("MyBlock", [](const torch::nn::Module& m, GraphBuilder& b) {
@@ -51,6 +51,13 @@ enum class OpKind {
   kAdd,
   kSoftmax,
   kLogSoftmax,
+  kHardswish,
+  kHardsigmoid,
+  kMul,            // inputs[0] * inputs[1], broadcasting (squeeze-excitation's scale)
+  kAddParameter,   // x + the module's tensor `weight` (a position embedding)
+  kTokens,         // [N, E, h, w] -> [N, 1 + h*w, E]: the module's `weight` [1, 1, E] (a class token) first
+  kSelectFirst,    // x[:, 0]
+  kSelfAttention,  // softmax(q k^T / sqrt(d)) v over `groups` heads, q/k/v = linear(x, weight, bias) split in 3
 };
 const char* op_name(OpKind kind);
 

@@ -5,9 +5,13 @@
 
 #include "glassbox/base/error.h"
 #include "glassbox/export/graph.h"
+#include "glassbox/nn/blocks.h"
 #include "glassbox/nn/cnn.h"
+#include "glassbox/nn/efficientnet.h"
 #include "glassbox/nn/mlp.h"
+#include "glassbox/nn/mobilenet.h"
 #include "glassbox/nn/resnet.h"
+#include "glassbox/nn/vit.h"
 
 namespace glassbox::exporter {
 
@@ -88,7 +92,17 @@ int chain(const tnn::Module& m, GraphBuilder& b) {
   return x;
 }
 
-int lower_resnet(const nn::ResNet18Impl& m, GraphBuilder& b) {
+int pool_flatten(GraphBuilder& b, int y) {
+  Node avg;
+  avg.shape = {1, 1};
+  y = b.op(OpKind::kAdaptiveAvgPool2d, {y}, avg);
+  Node flat;
+  flat.dim = 1;
+  flat.end_dim = -1;
+  return b.op(OpKind::kFlatten, {y}, flat);
+}
+
+int lower_resnet(const nn::ResNetImpl& m, GraphBuilder& b) {
   int y = b.op(OpKind::kRelu, {b.call("bn1", b.call("conv1", b.input()))});
   if (m.imagenet_stem()) {
     Node pool;
@@ -99,14 +113,7 @@ int lower_resnet(const nn::ResNet18Impl& m, GraphBuilder& b) {
     y = b.op(OpKind::kMaxPool2d, {y}, pool);
   }
   for (const char* layer : {"layer1", "layer2", "layer3", "layer4"}) y = b.call(layer, y);
-  Node avg;
-  avg.shape = {1, 1};
-  y = b.op(OpKind::kAdaptiveAvgPool2d, {y}, avg);
-  Node flat;
-  flat.dim = 1;
-  flat.end_dim = -1;
-  y = b.op(OpKind::kFlatten, {y}, flat);
-  return b.call("fc", y);
+  return b.call("fc", pool_flatten(b, y));  // dropout: the identity at inference
 }
 
 int lower_basic_block(const nn::BasicBlockImpl& m, GraphBuilder& b) {
@@ -115,6 +122,80 @@ int lower_basic_block(const nn::BasicBlockImpl& m, GraphBuilder& b) {
   y = b.call("bn2", b.call("conv2", y));
   const int identity = m.named_children().contains("downsample") ? b.call("downsample", x) : x;
   return b.op(OpKind::kRelu, {b.add(y, identity)});
+}
+
+int lower_bottleneck(const nn::BottleneckImpl& m, GraphBuilder& b) {
+  const int x = b.input();
+  int y = b.op(OpKind::kRelu, {b.call("bn1", b.call("conv1", x))});
+  y = b.op(OpKind::kRelu, {b.call("bn2", b.call("conv2", y))});
+  y = b.call("bn3", b.call("conv3", y));
+  const int identity = m.named_children().contains("downsample") ? b.call("downsample", x) : x;
+  return b.op(OpKind::kRelu, {b.add(y, identity)});
+}
+
+int activation(GraphBuilder& b, int x, nn::BlockAct a) {
+  switch (a) {
+    case nn::BlockAct::kNone: return x;
+    case nn::BlockAct::kRelu: return b.op(OpKind::kRelu, {x});
+    case nn::BlockAct::kHardswish: return b.op(OpKind::kHardswish, {x});
+    case nn::BlockAct::kHardsigmoid: return b.op(OpKind::kHardsigmoid, {x});
+    case nn::BlockAct::kSilu: return b.op(OpKind::kSilu, {x});
+    case nn::BlockAct::kSigmoid: return b.op(OpKind::kSigmoid, {x});
+  }
+  return x;
+}
+
+int lower_squeeze_excitation(const nn::SqueezeExcitationImpl& m, GraphBuilder& b) {
+  Node avg;
+  avg.shape = {1, 1};
+  int s = b.op(OpKind::kAdaptiveAvgPool2d, {b.input()}, avg);
+  s = activation(b, b.call("fc1", s), m.activation());
+  s = activation(b, b.call("fc2", s), m.scale_activation());
+  return b.op(OpKind::kMul, {s, b.input()});
+}
+
+// A block with a residual connection when its shapes allow (stochastic depth: the identity at inference).
+template <class Impl>
+int lower_residual_block(const Impl& m, GraphBuilder& b) {
+  const int y = b.call("block", b.input());
+  return m.residual() ? b.add(y, b.input()) : y;
+}
+
+int lower_features_classifier(GraphBuilder& b) {
+  return b.call("classifier", pool_flatten(b, b.call("features", b.input())));
+}
+
+int lower_vit(const nn::VisionTransformerImpl&, GraphBuilder& b) {
+  Node tok;
+  tok.weight = "class_token";
+  b.parameter("class_token");
+  int y = b.op(OpKind::kTokens, {b.call("conv_proj", b.input())}, tok);
+  y = b.op(OpKind::kSelectFirst, {b.call("encoder", y)});
+  return b.call("heads", y);
+}
+
+int lower_encoder(const nn::EncoderImpl&, GraphBuilder& b) {
+  Node pos;
+  pos.weight = "pos_embedding";
+  b.parameter("pos_embedding");
+  const int y = b.op(OpKind::kAddParameter, {b.input()}, pos);  // dropout: the identity at inference
+  return b.call("ln", b.call("layers", y));
+}
+
+int lower_encoder_block(const nn::EncoderBlockImpl&, GraphBuilder& b) {
+  const int x = b.input();
+  const int a = b.add(b.call("self_attention", b.call("ln_1", x)), x);
+  return b.add(a, b.call("mlp", b.call("ln_2", a)));
+}
+
+int lower_self_attention(const nn::SelfAttentionImpl& m, GraphBuilder& b) {
+  Node n;
+  n.weight = "in_proj_weight";
+  n.bias = "in_proj_bias";
+  n.groups = m.heads();
+  b.parameter("in_proj_weight");
+  b.parameter("in_proj_bias");
+  return b.call("out_proj", b.op(OpKind::kSelfAttention, {b.input()}, n));
 }
 
 }  // namespace
@@ -225,12 +306,30 @@ void register_builtin_lowerings() {
                                  [](const tnn::AlphaDropoutImpl&, GraphBuilder& b) { return b.input(); });
   builtin<tnn::IdentityImpl>("Identity", [](const tnn::IdentityImpl&, GraphBuilder& b) { return b.input(); });
   builtin<tnn::SequentialImpl>("Sequential", [](const tnn::SequentialImpl& m, GraphBuilder& b) { return chain(m, b); });
+  builtin<nn::SeqImpl>("Sequential", [](const nn::SeqImpl& m, GraphBuilder& b) { return chain(m, b); });
   // The zoo.
   builtin<nn::MlpImpl>("Mlp", [](const nn::MlpImpl&, GraphBuilder& b) { return b.call("body", b.input()); });
   builtin<nn::CnnImpl>(
       "Cnn", [](const nn::CnnImpl&, GraphBuilder& b) { return b.call("classifier", b.call("features", b.input())); });
-  builtin<nn::ResNet18Impl>("ResNet18", lower_resnet);
+  builtin<nn::ResNetImpl>("ResNet", lower_resnet);
   builtin<nn::BasicBlockImpl>("BasicBlock", lower_basic_block);
+  builtin<nn::BottleneckImpl>("Bottleneck", lower_bottleneck);
+  builtin<nn::HardswishImpl>(
+      "Hardswish", [](const nn::HardswishImpl&, GraphBuilder& b) { return b.op(OpKind::kHardswish, {b.input()}); });
+  builtin<nn::HardsigmoidImpl>("Hardsigmoid", [](const nn::HardsigmoidImpl&, GraphBuilder& b) {
+    return b.op(OpKind::kHardsigmoid, {b.input()});
+  });
+  builtin<nn::SqueezeExcitationImpl>("SqueezeExcitation", lower_squeeze_excitation);
+  builtin<nn::InvertedResidualImpl>("InvertedResidual", lower_residual_block<nn::InvertedResidualImpl>);
+  builtin<nn::MBConvImpl>("MBConv", lower_residual_block<nn::MBConvImpl>);
+  builtin<nn::MobileNetV3Impl>(
+      "MobileNetV3", [](const nn::MobileNetV3Impl&, GraphBuilder& b) { return lower_features_classifier(b); });
+  builtin<nn::EfficientNetImpl>(
+      "EfficientNet", [](const nn::EfficientNetImpl&, GraphBuilder& b) { return lower_features_classifier(b); });
+  builtin<nn::VisionTransformerImpl>("VisionTransformer", lower_vit);
+  builtin<nn::EncoderImpl>("Encoder", lower_encoder);
+  builtin<nn::EncoderBlockImpl>("EncoderBlock", lower_encoder_block);
+  builtin<nn::SelfAttentionImpl>("SelfAttention", lower_self_attention);
 }
 
 }  // namespace glassbox::exporter

@@ -297,8 +297,93 @@ class Emitter {
       case OpKind::kAdd: node("Add", {x, in.at(1)}, out, out); return out;
       case OpKind::kSoftmax: attr(node("Softmax", {x}, out, out), "axis", n.dim); return out;
       case OpKind::kLogSoftmax: attr(node("LogSoftmax", {x}, out, out), "axis", n.dim); return out;
+      case OpKind::kHardswish: node("HardSwish", {x}, out, out); return out;
+      case OpKind::kHardsigmoid: {
+        auto* h = node("HardSigmoid", {x}, out, out);
+        attr(h, "alpha", 1.0f / 6.0f);
+        attr(h, "beta", 0.5f);
+        return out;
+      }
+      case OpKind::kMul: {
+        node("Mul", {x, in.at(1)}, out, out);
+        rank_[out] = std::max(rank(x), rank(in.at(1)));
+        return out;
+      }
+      case OpKind::kAddParameter: node("Add", {x, param(path, n.weight)}, out, out); return out;
+      case OpKind::kTokens: return tokens(n, path, x, out);
+      case OpKind::kSelectFirst: {
+        node("Gather", {x, initializer("const_index_0", torch::tensor(std::int64_t{0}).reshape({}))}, out, out);
+        attr(g_.mutable_node(g_.node_size() - 1), "axis", std::int64_t{1});
+        rank_[out] = rank(x) - 1;
+        return out;
+      }
+      case OpKind::kSelfAttention: return self_attention(n, path, x, out);
     }
     GB_THROW(Internal, "ONNX export: unhandled op " << op_name(n.kind), "report this as a glassbox bug");
+  }
+
+  // [N, E, h, w] -> [N, 1 + h*w, E] with the class token first.
+  std::string tokens(const Node& n, const std::string& path, const std::string& x, const std::string& out) {
+    const std::string flat = unique(out + "/flatten");
+    node("Reshape", {x, int64s("const_shape_0_0_-1", {0, 0, -1})}, flat, flat);
+    const std::string seq = unique(out + "/sequence");
+    attr(node("Transpose", {flat}, seq, seq), "perm", std::vector<std::int64_t>{0, 2, 1});
+    // The class token expanded to [N, 1, E]: N read off the input's shape.
+    const std::string shape = unique(out + "/shape");
+    node("Shape", {x}, shape, shape);
+    const std::string batch = unique(out + "/batch");
+    node("Slice", {shape, int64s("const_0", {0}), int64s("const_1", {1})}, batch, batch);
+    const at::Tensor& token = tensors_.at(join(path, n.weight));
+    const std::string rest = int64s(unique(out + "/token_dims"), {1, token.size(2)});
+    const std::string target = unique(out + "/token_shape");
+    attr(node("Concat", {batch, rest}, target, target), "axis", std::int64_t{0});
+    const std::string expanded = unique(out + "/class_token");
+    node("Expand", {param(path, n.weight), target}, expanded, expanded);
+    attr(node("Concat", {expanded, seq}, out, out), "axis", std::int64_t{1});
+    rank_[out] = 3;
+    return out;
+  }
+
+  // Multi-head self-attention without the output projection: [N, L, E] -> [N, L, E].
+  std::string self_attention(const Node& n, const std::string& path, const std::string& x, const std::string& out) {
+    const at::Tensor& w = tensors_.at(join(path, n.weight));
+    const std::int64_t e = w.size(1), h = n.groups, d = e / h;
+    const std::string wt = unique(out + "/in_proj_t");
+    attr(node("Transpose", {param(path, n.weight)}, wt, wt), "perm", std::vector<std::int64_t>{1, 0});
+    const std::string mm = unique(out + "/in_proj");
+    node("MatMul", {x, wt}, mm, mm);
+    const std::string qkv = unique(out + "/qkv");
+    node("Add", {mm, param(path, n.bias)}, qkv, qkv);
+    const std::string q = unique(out + "/q"), k = unique(out + "/k"), v = unique(out + "/v");
+    auto* split = g_.add_node();
+    split->set_op_type("Split");
+    split->set_name(unique(out + "/split"));
+    split->add_input(qkv);
+    split->add_input(int64s(unique(out + "/split_sizes"), {e, e, e}));
+    for (const auto& o : {q, k, v}) split->add_output(o);
+    attr(split, "axis", std::int64_t{-1});
+    const std::string head_shape = int64s(unique(out + "/head_shape"), {0, 0, h, d});
+    auto heads = [&](const std::string& t, std::vector<std::int64_t> perm) {
+      const std::string r = unique(t + "/heads");
+      node("Reshape", {t, head_shape}, r, r);
+      const std::string p = unique(t + "/transposed");
+      attr(node("Transpose", {r}, p, p), "perm", perm);
+      return p;
+    };
+    const std::string qh = heads(q, {0, 2, 1, 3}), kt = heads(k, {0, 2, 3, 1}), vh = heads(v, {0, 2, 1, 3});
+    const std::string scores = unique(out + "/scores");
+    node("MatMul", {qh, kt}, scores, scores);
+    const std::string scaled = unique(out + "/scaled");
+    node("Mul", {scores, scalar(static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))))}, scaled, scaled);
+    const std::string weights = unique(out + "/weights");
+    attr(node("Softmax", {scaled}, weights, weights), "axis", std::int64_t{-1});
+    const std::string mixed = unique(out + "/mixed");
+    node("MatMul", {weights, vh}, mixed, mixed);
+    const std::string back = unique(out + "/merged");
+    attr(node("Transpose", {mixed}, back, back), "perm", std::vector<std::int64_t>{0, 2, 1, 3});
+    node("Reshape", {back, int64s(unique(out + "/shape"), {0, 0, e})}, out, out);
+    rank_[out] = 3;
+    return out;
   }
 
   const ExportGraph& graph_;

@@ -67,13 +67,42 @@ std::string expression(const Node& n) {
     case OpKind::kAdd: return x + " + " + value(n.inputs.at(1));
     case OpKind::kSoftmax: return "torch.softmax(" + x + ", " + std::to_string(n.dim) + ")";
     case OpKind::kLogSoftmax: return "torch.log_softmax(" + x + ", " + std::to_string(n.dim) + ")";
+    case OpKind::kHardswish: return "torch.hardswish(" + x + ")";
+    case OpKind::kHardsigmoid: return "torch.hardsigmoid(" + x + ")";
+    case OpKind::kMul: return x + " * " + value(n.inputs.at(1));
+    case OpKind::kAddParameter: return x + " + " + attr(n.weight);
+    case OpKind::kTokens:
+      return "torch.cat([" + attr(n.weight) + ".expand([" + x + ".size(0), -1, -1]), torch.flatten(" + x +
+             ", 2).permute([0, 2, 1])], 1)";
+    case OpKind::kSelectFirst: return "torch.select(" + x + ", 1, 0)";
+    case OpKind::kSelfAttention: break;  // statements()
   }
   GB_THROW(Internal, "unknown op", "");
 }
 
+// The lines computing one node.
+std::string statements(const Node& n) {
+  const std::string y = value(n.output);
+  if (n.kind != OpKind::kSelfAttention) return "    " + y + " = " + expression(n) + "\n";
+  // nn.MultiheadAttention(batch_first=True)(x, x, x) without its output projection.
+  const std::string x = value(n.inputs.at(0));
+  const std::string h = std::to_string(n.groups);
+  std::string s;
+  s += "    " + y + "_qkv = torch.linear(" + x + ", " + attr(n.weight) + ", " + attr(n.bias) + ").chunk(3, -1)\n";
+  s += "    " + y + "_n, " + y + "_l, " + y + "_e = " + x + ".size(0), " + x + ".size(1), " + x + ".size(2)\n";
+  const std::string heads = "[" + y + "_n, " + y + "_l, " + h + ", " + y + "_e // " + h + "]";
+  for (int i = 0; i < 3; ++i) {
+    s += "    " + y + "_" + "qkv"[i] + " = " + y + "_qkv[" + std::to_string(i) + "].reshape(" + heads +
+         ").transpose(1, 2)\n";
+  }
+  s += "    " + y + " = torch.scaled_dot_product_attention(" + y + "_q, " + y + "_k, " + y +
+       "_v).transpose(1, 2).reshape([" + y + "_n, " + y + "_l, " + y + "_e])\n";
+  return s;
+}
+
 std::string forward_source(const ModuleGraph& g) {
   std::string s = "def forward(self, x: Tensor) -> Tensor:\n";
-  for (const Node& n : g.nodes) s += "    " + value(n.output) + " = " + expression(n) + "\n";
+  for (const Node& n : g.nodes) s += statements(n);
   s += "    return " + value(g.output) + "\n";
   return s;
 }

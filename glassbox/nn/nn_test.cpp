@@ -176,6 +176,16 @@ TEST(Stages, ComposeToTheForwardPassOfEveryConvolutionalModel) {
     o.resnet18.stem = ResNetStem::kImagenet;
     cases.push_back({o, {3, 64, 64}, {"maxpool", "layer4.1"}});
   }
+  auto add = [&](const std::string& name, std::vector<std::int64_t> shape, std::vector<std::string> expect) {
+    ModelOptions o;
+    o.name = name;
+    cases.push_back({o, std::move(shape), std::move(expect)});
+  };
+  add("resnet50", {3, 64, 64}, {"maxpool", "layer3.5", "layer4.2", "fc"});
+  add("mobilenet_v3_small", {3, 64, 64}, {"features.0", "features.11", "features.12", "avgpool", "classifier"});
+  add("efficientnet_b0", {3, 64, 64}, {"features.0", "features.1.0", "features.6.3", "features.8", "classifier"});
+  add("vit_small", {3, 32, 32}, {"conv_proj", "encoder.layers.encoder_layer_0", "encoder.ln", "heads"});
+  add("vit_hybrid", {3, 32, 32}, {"conv_proj.conv_bn_relu_1", "conv_proj.conv_last", "encoder.layers.encoder_layer_5"});
   for (auto& c : cases) {
     SCOPED_TRACE(c.opts.name + " " + std::string(name_of(c.opts.resnet18.stem)));
     auto m = make_model(c.opts, ModelShape{c.shape, 7});

@@ -9,6 +9,26 @@
 namespace glassbox::nn {
 namespace {
 
+// The options section of each built-in model.
+std::map<std::string, std::function<void(const ModelOptions&)>> validators() {
+  return {
+      {"mlp", [](const ModelOptions& o) { o.mlp.validate(); }},
+      {"cnn", [](const ModelOptions& o) { o.cnn.validate(); }},
+      {"resnet18", [](const ModelOptions& o) { o.resnet18.validate(); }},
+      {"resnet34", [](const ModelOptions& o) { o.resnet34.validate(); }},
+      {"resnet50", [](const ModelOptions& o) { o.resnet50.validate(); }},
+      {"mobilenet_v3_small", [](const ModelOptions& o) { o.mobilenet_v3_small.validate(); }},
+      {"mobilenet_v3_large", [](const ModelOptions& o) { o.mobilenet_v3_large.validate(); }},
+      {"efficientnet_b0", [](const ModelOptions& o) { o.efficientnet_b0.validate(); }},
+      {"efficientnet_b1", [](const ModelOptions& o) { o.efficientnet_b1.validate(); }},
+      {"efficientnet_b2", [](const ModelOptions& o) { o.efficientnet_b2.validate(); }},
+      {"efficientnet_b3", [](const ModelOptions& o) { o.efficientnet_b3.validate(); }},
+      {"vit_b_16", [](const ModelOptions& o) { o.vit_b_16.validate(); }},
+      {"vit_small", [](const ModelOptions& o) { o.vit_small.validate(); }},
+      {"vit_hybrid", [](const ModelOptions& o) { o.vit_hybrid.validate(); }},
+  };
+}
+
 std::map<std::string, ModelFactory>& registry() {
   static std::map<std::string, ModelFactory> r = {
       {"mlp",
@@ -21,7 +41,53 @@ std::map<std::string, ModelFactory>& registry() {
        }},
       {"resnet18",
        [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
-         return std::make_unique<ModuleModel<ResNet18>>("resnet18", ResNet18(o.resnet18, s));
+         return std::make_unique<ModuleModel<ResNet>>("resnet18", ResNet(18, o.resnet18, s));
+       }},
+      {"resnet34",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+         return std::make_unique<ModuleModel<ResNet>>("resnet34", ResNet(34, o.resnet34, s));
+       }},
+      {"resnet50",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+         return std::make_unique<ModuleModel<ResNet>>("resnet50", ResNet(50, o.resnet50, s));
+       }},
+      {"mobilenet_v3_small",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+         return std::make_unique<ModuleModel<MobileNetV3>>(
+             "mobilenet_v3_small", MobileNetV3(MobileNetV3Size::kSmall, o.mobilenet_v3_small, s));
+       }},
+      {"mobilenet_v3_large",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+         return std::make_unique<ModuleModel<MobileNetV3>>(
+             "mobilenet_v3_large", MobileNetV3(MobileNetV3Size::kLarge, o.mobilenet_v3_large, s));
+       }},
+      {"efficientnet_b0",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+         return std::make_unique<ModuleModel<EfficientNet>>("efficientnet_b0", EfficientNet(0, o.efficientnet_b0, s));
+       }},
+      {"efficientnet_b1",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+         return std::make_unique<ModuleModel<EfficientNet>>("efficientnet_b1", EfficientNet(1, o.efficientnet_b1, s));
+       }},
+      {"efficientnet_b2",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+         return std::make_unique<ModuleModel<EfficientNet>>("efficientnet_b2", EfficientNet(2, o.efficientnet_b2, s));
+       }},
+      {"efficientnet_b3",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+         return std::make_unique<ModuleModel<EfficientNet>>("efficientnet_b3", EfficientNet(3, o.efficientnet_b3, s));
+       }},
+      {"vit_b_16",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+         return std::make_unique<ModuleModel<VisionTransformer>>("vit_b_16", VisionTransformer(o.vit_b_16, s));
+       }},
+      {"vit_small",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+         return std::make_unique<ModuleModel<VisionTransformer>>("vit_small", VisionTransformer(o.vit_small, s));
+       }},
+      {"vit_hybrid",
+       [](const ModelOptions& o, const ModelShape& s) -> std::unique_ptr<Model> {
+         return std::make_unique<ModuleModel<VisionTransformer>>("vit_hybrid", VisionTransformer(o.vit_hybrid, s));
        }},
   };
   return r;
@@ -30,12 +96,29 @@ std::map<std::string, ModelFactory>& registry() {
 }  // namespace
 
 void ModelOptions::visit(FieldVisitor& v) {
-  v.field("name", name, "model name from the zoo: mlp, cnn, resnet18 (or one registered by your code)");
+  v.field("name", name,
+          "model name from the zoo: mlp, cnn, resnet18/34/50, mobilenet_v3_small/large, efficientnet_b0..b3, "
+          "vit_b_16, vit_small, vit_hybrid (or one registered by your code)");
   v.field("init_from", init_from,
-          "start from these weights: a checkpoint directory or a .safetensors file (a new run, not a resume)");
+          "start from these weights: a checkpoint directory or a .safetensors file (torchvision's or timm's "
+          "state_dict names; a new run, not a resume)");
+  v.field("init_strict", init_strict,
+          "every tensor of init_from must fit (a head of another size is always re-initialised); false: report "
+          "the misfits and keep their fresh initialisation");
   v.section("mlp", [this](FieldVisitor& s) { mlp.visit(s); });
   v.section("cnn", [this](FieldVisitor& s) { cnn.visit(s); });
   v.section("resnet18", [this](FieldVisitor& s) { resnet18.visit(s); });
+  v.section("resnet34", [this](FieldVisitor& s) { resnet34.visit(s); });
+  v.section("resnet50", [this](FieldVisitor& s) { resnet50.visit(s); });
+  v.section("mobilenet_v3_small", [this](FieldVisitor& s) { mobilenet_v3_small.visit(s); });
+  v.section("mobilenet_v3_large", [this](FieldVisitor& s) { mobilenet_v3_large.visit(s); });
+  v.section("efficientnet_b0", [this](FieldVisitor& s) { efficientnet_b0.visit(s); });
+  v.section("efficientnet_b1", [this](FieldVisitor& s) { efficientnet_b1.visit(s); });
+  v.section("efficientnet_b2", [this](FieldVisitor& s) { efficientnet_b2.visit(s); });
+  v.section("efficientnet_b3", [this](FieldVisitor& s) { efficientnet_b3.visit(s); });
+  v.section("vit_b_16", [this](FieldVisitor& s) { vit_b_16.visit(s); });
+  v.section("vit_small", [this](FieldVisitor& s) { vit_small.visit(s); });
+  v.section("vit_hybrid", [this](FieldVisitor& s) { vit_hybrid.visit(s); });
 }
 
 void ModelOptions::validate() const {
@@ -47,9 +130,8 @@ void ModelOptions::validate() const {
     GB_THROW(NotFound, "model.name = \"" << name << "\" is not in the zoo (" << list << ")",
              near.empty() ? "pick one of the listed models" : "did you mean \"" + near + "\"?");
   }
-  if (name == "mlp") mlp.validate();
-  if (name == "cnn") cnn.validate();
-  if (name == "resnet18") resnet18.validate();
+  static const auto checks = validators();
+  if (auto it = checks.find(name); it != checks.end()) it->second(*this);
 }
 
 void register_model(const std::string& name, ModelFactory factory) { registry()[name] = std::move(factory); }

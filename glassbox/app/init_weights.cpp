@@ -1,0 +1,26 @@
+#include "glassbox/app/init_weights.h"
+
+#include "glassbox/base/error.h"
+#include "glassbox/core/safetensors.h"
+#include "glassbox/train/checkpoint.h"
+
+namespace glassbox::app {
+
+namespace fs = std::filesystem;
+
+nn::InitReport load_initial_weights(torch::nn::Module& module, const fs::path& from, bool strict) {
+  GB_CHECK(fs::exists(from), NotFound, "model.init_from: no checkpoint or safetensors file at " << from.string(),
+           "pass a checkpoint directory (runs/NAME/checkpoints/last.ckpt) or a .safetensors file");
+  if (fs::is_directory(from)) {
+    const train::Checkpoint c = train::read_checkpoint(from);
+    return nn::load_pretrained(module, c.model.tensors,
+                               {.strict = strict, .trainable_only = c.state.value("trainable_only", false)});
+  }
+  GB_CHECK(from.extension() == ".safetensors", InvalidArgument,
+           "model.init_from: " << from.string() << " is not a .safetensors file or a checkpoint directory",
+           "convert a PyTorch .pth once in Python: safetensors.torch.save_file(torch.load(path), "
+           "\"weights.safetensors\") (docs/models.md)");
+  return nn::load_pretrained(module, load_safetensors(from).tensors, {.strict = strict});
+}
+
+}  // namespace glassbox::app

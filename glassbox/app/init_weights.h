@@ -1,0 +1,20 @@
+// model.init_from: a new run (or an export) starting from weights in a .safetensors file
+// (torchvision's or timm's state_dict names) or a glassbox checkpoint directory.
+//
+//   nn::InitReport r = load_initial_weights(*model->module(), "resnet50.safetensors", /*strict=*/true);
+//   std::cout << "init_from: " << r.summary() << "\n";
+//
+// Errors: NotFound for a missing path; FailedPrecondition naming the misfits under strict.
+#pragma once
+
+#include <filesystem>
+
+#include <torch/nn/module.h>
+
+#include "glassbox/nn/pretrained.h"
+
+namespace glassbox::app {
+
+nn::InitReport load_initial_weights(torch::nn::Module& module, const std::filesystem::path& from, bool strict);
+
+}  // namespace glassbox::app
