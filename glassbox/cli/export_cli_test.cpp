@@ -3,6 +3,7 @@
 // onnxruntime: tests/reference/contract_ref.py) and compared with `glassbox eval`'s
 // probabilities; trainable-only weights; bad input.
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -159,6 +160,51 @@ TEST(Export, BadInputIsOneLineExitTwoAndLeavesFilesAlone) {
   }
   EXPECT_EQ(read_file(dir / "model.pt"), "an earlier export");
   EXPECT_FALSE(fs::exists(dir / "repo" / "bad name"));
+}
+
+// The zoo from outside: `glassbox export CONFIG` of a config whose model.init_from holds
+// torchvision's weights (saved by Python as safetensors) gives TorchScript and ONNX files whose
+// outputs equal torchvision's (tests/reference/zoo_ref.py, zoo_export_ref.py).
+TEST(Export, ZooFromTorchvisionWeightsEqualsTorchvision) {
+  const fs::path dir = testing::temp_dir("cli_export_zoo");
+  const std::vector<std::string> cases = {"resnet18",           "resnet34",           "resnet50",
+                                          "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0",
+                                          "efficientnet_b1",    "efficientnet_b2",    "efficientnet_b3",
+                                          "vit_b_16",           "vit_small",          "vit_hybrid"};
+  std::vector<std::string> args{dir.string()};
+  args.insert(args.end(), cases.begin(), cases.end());
+  testing::run_python("tests/reference/zoo_ref.py", args);
+  for (const auto& c : cases) {
+    const fs::path d = dir / c;
+    // The batch as an npy data set; identity normalisation so that the model sees x itself.
+    write_file_atomic(
+        d / "zoo.toml",
+        "[run]\nname = \"" + c + "\"\n[data]\nformat = \"npy\"\nroot = \"" + d.string() +
+            "\"\ntrain_x = \"x.npy\"\ntrain_y = \"y.npy\"\ntest_x = \"x.npy\"\ntest_y = \"y.npy\"\nval_size = 0\n"
+            "num_classes = 10\nmean = [0.0, 0.0, 0.0]\nstd = [1.0, 1.0, 1.0]\n"
+            "[model]\nname = \"" +
+            c + "\"\ninit_from = \"" + (d / "weights.safetensors").string() +
+            "\"\n[model.resnet18]\nstem = \"imagenet\"\n");
+    auto [rc, out] = testing::run_command(gb() + " export " + (d / "zoo.toml").string() +
+                                          " --format torchscript --out " + (d / "model.pt").string());
+    ASSERT_EQ(rc, 0) << c << ": " << out;
+    if (c != "vit_b_16") {  // 350 MB more; its attention is vit_small's
+      auto [rc2, out2] = testing::run_command(gb() + " export " + (d / "zoo.toml").string() + " --format onnx --out " +
+                                              (d / "model.onnx").string());
+      ASSERT_EQ(rc2, 0) << c << ": " << out2;
+    }
+  }
+  const nlohmann::json r = nlohmann::json::parse(testing::run_python("tests/reference/zoo_export_ref.py", args));
+  std::cout << "largest differences to torchvision: " << r.dump() << "\n";
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c);
+    const double scale = std::max(1.0, r[c]["scale"].get<double>());
+    EXPECT_LT(r[c]["torchscript"].get<double>() / scale, 1e-5) << r[c].dump();
+    if (c != "vit_b_16") {
+      EXPECT_LT(r[c]["onnx"].get<double>() / scale, 1e-4) << r[c].dump();
+    }
+  }
+  fs::remove_all(dir);  // ViT-B/16 alone is 700 MB
 }
 
 }  // namespace

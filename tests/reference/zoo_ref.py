@@ -7,13 +7,15 @@ tensor, BatchNorm running statistics included, so that eval mode reads them) and
 safetensors.torch.save_file(model.state_dict()) — the file a user converts torchvision's weights
 into. io.safetensors holds a seeded input batch x and labels y, the eval-mode logits, and, for one
 training step (torch.manual_seed(SEED), train-mode forward, cross-entropy, backward, SGD lr 0.1),
-the train-mode logits, the loss and every tensor of the state_dict afterwards ("after.<name>").
+the train-mode logits, the loss and every tensor of the state_dict afterwards ("after.<name>");
+x.npy and y.npy hold the batch as a data set.
 Prints a JSON object {case: {"parameters": n, "tensors": n, "image": [C, H, W], "classes": k}}.
 """
 import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
 import torchvision
 from safetensors.torch import save_file
@@ -104,6 +106,8 @@ def run(case, out):
     for k, v in model.state_dict().items():
         io["after." + k] = v.clone().contiguous()
     save_file(io, str(out / "io.safetensors"))
+    np.save(out / "x.npy", x.numpy())  # the same batch as a data set, for configs
+    np.save(out / "y.npy", y.numpy())
     return {"parameters": sum(p.numel() for p in model.parameters()), "tensors": len(state), "image": shape,
             "classes": CLASSES}
 
