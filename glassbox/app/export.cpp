@@ -14,6 +14,7 @@
 #include "glassbox/base/error.h"
 #include "glassbox/base/progress.h"
 #include "glassbox/core/safetensors.h"
+#include "glassbox/nn/blocks.h"
 #include "glassbox/train/checkpoint.h"
 #include "glassbox/train/freeze.h"
 
@@ -85,7 +86,7 @@ ExportOutcome run_export(const ExportJob& job) {
   LoadedModel m = job.config_given ? model_of_config(job) : load_checkpoint_for_inference(job.checkpoint, "cpu");
   if (job.request.trainable_only) {
     for (auto& p : m.model->module()->named_parameters()) p.value().set_requires_grad(true);
-    train::freeze_matching(*m.model->module(), m.config.trainer.freeze);
+    train::apply_freeze(*m.model->module(), m.config.trainer, nn::parameter_blocks(*m.model));
   }
   const nn::ModelContract contract = contract_for_checkpoint(m);
   std::vector<std::string> formats{job.format};

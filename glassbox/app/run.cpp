@@ -448,6 +448,11 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
         {"checkpoint", plan.resume.string()}, {"epoch", plan.resume_epoch}, {"step", plan.resume_step}};
     if (plan.fork) summary["parent_run"] = plan.parent_run.string();
   }
+  if (trainer.freeze_report().frozen > 0) {
+    summary["frozen"] = {{"parameters", trainer.freeze_report().frozen},
+                         {"of", trainer.freeze_report().total},
+                         {"fraction", trainer.freeze_report().fraction()}};
+  }
   if (init) {
     summary["init_from"] = config.model.init_from;
     summary["init"] = init->to_json();

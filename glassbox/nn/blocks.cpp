@@ -87,6 +87,21 @@ std::vector<Stage> sequential_stages(const std::string& prefix, const tnn::Seque
   return out;
 }
 
+std::vector<std::string> parameter_blocks(Model& model) {
+  const auto params = model.module()->named_parameters(true);
+  std::vector<std::string> out;
+  for (const Stage& s : model.stages()) {
+    const std::string prefix = s.name + ".";
+    for (const auto& p : params) {
+      if (p.key().compare(0, prefix.size(), prefix) == 0) {
+        out.push_back(s.name);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 void init_conv_net(tnn::Module& m) {
   for (auto& sub : m.modules(/*include_self=*/false)) {
     if (auto* conv = sub->as<tnn::Conv2d>()) {

@@ -98,6 +98,10 @@ std::int64_t make_divisible(double v, std::int64_t divisor = 8);
 // One spatial stage per child of a Sequential, named "<prefix>.<child>".
 std::vector<Stage> sequential_stages(const std::string& prefix, const torch::nn::Sequential& seq);
 
+// The model's blocks: the names of its stages that own parameters, in forward order (a ResNet's
+// conv1, bn1, layer1.0, ..., fc); empty for a model without stages.
+std::vector<std::string> parameter_blocks(Model& model);
+
 // torchvision's initialisation of a convolutional network: Kaiming normal (fan_out) for convolutions
 // with zero bias, BatchNorm/GroupNorm weight 1 and bias 0. Linear layers are left to the caller.
 void init_conv_net(torch::nn::Module& m);

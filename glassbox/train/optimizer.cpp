@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
+#include "glassbox/nn/pretrained.h"
 
 namespace glassbox::train {
 
@@ -20,9 +21,14 @@ void OptimizerOptions::visit(FieldVisitor& v) {
   v.field("amsgrad", amsgrad, "adam/adamw: AMSGrad variant");
   v.choice("implementation", implementation, "kernel family: fused (adam/adamw), foreach, or auto");
   v.field("no_decay_for_bias_and_norm", no_decay_for_bias_and_norm, "exclude biases and 1-d weights from weight decay");
+  v.field("backbone_lr_scale", backbone_lr_scale,
+          "learning rate of the backbone (all but the head, the last linear layer) relative to lr, e.g. 0.1 when "
+          "fine-tuning; schedulers scale each group from its own");
 }
 
 void OptimizerOptions::validate() const {
+  GB_CHECK(backbone_lr_scale >= 0 && std::isfinite(backbone_lr_scale), InvalidArgument,
+           "optim.backbone_lr_scale must be >= 0, got " << backbone_lr_scale, "use e.g. 0.1, or 1 for one rate");
   GB_CHECK(lr >= 0 && std::isfinite(lr), InvalidArgument, "optim.lr must be a finite number >= 0, got " << lr,
            "use e.g. 1e-3");
   GB_CHECK(weight_decay >= 0, InvalidArgument, "optim.weight_decay must be >= 0, got " << weight_decay,
@@ -38,22 +44,32 @@ void OptimizerOptions::validate() const {
 }
 
 std::vector<ParamGroup> make_param_groups(const torch::nn::Module& module, const OptimizerOptions& options) {
-  ParamGroup decay, no_decay;
-  decay.lr = no_decay.lr = options.lr;
-  decay.weight_decay = options.weight_decay;
-  decay.momentum = no_decay.momentum = options.name == OptimizerKind::kSgd ? options.momentum : options.betas.at(0);
-  no_decay.weight_decay = 0.0;
+  const bool split = options.backbone_lr_scale != 1.0;
+  const std::string head = split ? nn::head_module(module) : "";
+  GB_CHECK(!split || !head.empty(), InvalidArgument,
+           "optim.backbone_lr_scale needs a head (a last linear layer), and this model has none",
+           "leave optim.backbone_lr_scale at 1");
+  // [backbone decay, backbone no-decay, head decay, head no-decay]
+  ParamGroup g[4];
+  for (int i = 0; i < 4; ++i) {
+    g[i].lr = i < 2 && split ? options.lr * options.backbone_lr_scale : options.lr;
+    g[i].weight_decay = i % 2 == 0 ? options.weight_decay : 0.0;
+    g[i].momentum = options.name == OptimizerKind::kSgd ? options.momentum : options.betas.at(0);
+  }
   for (const auto& item : module.named_parameters(/*recurse=*/true)) {
     const at::Tensor& p = item.value();
     if (!p.requires_grad()) continue;
     const bool exempt = options.no_decay_for_bias_and_norm && p.dim() <= 1;
-    ParamGroup& g = exempt ? no_decay : decay;
-    g.params.push_back(p);
-    g.names.push_back(item.key());
+    const bool in_head = split && item.key().compare(0, head.size() + 1, head + ".") == 0;
+    ParamGroup& to = g[(split && !in_head ? 0 : 2) + (exempt ? 1 : 0)];
+    to.params.push_back(p);
+    to.names.push_back(item.key());
   }
   std::vector<ParamGroup> groups;
-  groups.push_back(std::move(decay));
-  if (!no_decay.params.empty()) groups.push_back(std::move(no_decay));
+  for (int i = 0; i < 4; ++i) {
+    const bool first_of_head = i == 2;  // the (possibly empty) main group always exists
+    if (!g[i].params.empty() || first_of_head) groups.push_back(std::move(g[i]));
+  }
   return groups;
 }
 

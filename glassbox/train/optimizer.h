@@ -50,6 +50,7 @@ struct OptimizerOptions {
   bool amsgrad = false;
   OptimizerImpl implementation = OptimizerImpl::kAuto;
   bool no_decay_for_bias_and_norm = false;  // put biases and 1-d (norm) weights in a group without weight decay
+  double backbone_lr_scale = 1.0;           // the learning rate of everything but the head (last Linear), relative
 
   void visit(FieldVisitor& v);
   void validate() const;
@@ -63,7 +64,9 @@ struct ParamGroup {
   double momentum = 0.0;  // sgd momentum, or adam/adamw beta1 (schedulers may cycle it)
 };
 
-// One group (or two with no_decay_for_bias_and_norm) of the module's trainable parameters.
+// One group (or two with no_decay_for_bias_and_norm) of the module's trainable parameters; with
+// backbone_lr_scale != 1 the backbone's (everything but the head, the last Linear layer) come
+// first in groups of their own at lr * backbone_lr_scale.
 std::vector<ParamGroup> make_param_groups(const torch::nn::Module& module, const OptimizerOptions& options);
 
 class Optimizer {

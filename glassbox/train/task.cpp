@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "glassbox/nn/blocks.h"
+
 namespace glassbox::train {
 
 ClassificationTask::ClassificationTask(std::unique_ptr<nn::Model> model, nn::Loss loss)
@@ -21,5 +23,7 @@ StepOutput ClassificationTask::training_step(const data::Batch& batch) {
   }
   return {loss_(logits, batch.targets), logits};
 }
+
+std::vector<std::string> ClassificationTask::blocks() { return nn::parameter_blocks(*model_); }
 
 }  // namespace glassbox::train

@@ -47,6 +47,8 @@ class TaskModule {
   virtual std::vector<ParamGroup> param_groups(const OptimizerOptions& options) {
     return make_param_groups(module(), options);
   }
+  // The model's blocks for trainer.freeze_blocks: module paths in forward order (empty: none).
+  virtual std::vector<std::string> blocks() { return {}; }
 };
 
 // Classification with a zoo (or any) Model and a Loss.
@@ -57,6 +59,8 @@ class ClassificationTask final : public TaskModule {
   std::shared_ptr<torch::nn::Module> module_ptr() override { return model_->module(); }
   std::string name() const override { return model_->name(); }
   StepOutput training_step(const data::Batch& batch) override;
+  // The model's stages that own parameters.
+  std::vector<std::string> blocks() override;
   nn::Model& model() { return *model_; }
 
  private:

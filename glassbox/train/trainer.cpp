@@ -103,19 +103,13 @@ void Trainer::setup(TaskModule& task, DataModule& data) {
   precision_ = std::make_unique<Precision>(options_.precision, device_);
   data.setup();
   task.module().to(device_);
-  // Freezing by name pattern.
-  for (const auto& unused : freeze_matching(task.module(), options_.freeze)) {
-    std::vector<std::string> names;
-    for (const auto& p : task.module().named_parameters(true)) names.push_back(p.key());
-    const std::string near = closest_match(unused, names);
-    GB_THROW(InvalidArgument, "trainer.freeze pattern \"" << unused << "\" matches no parameter",
-             near.empty() ? "patterns are globs over parameter names such as \"features.*\""
-                          : "did you mean \"" + near + "\"?");
-  }
+  // Freezing: name patterns, a share of the parameters from the input side, the first blocks.
+  freeze_ = apply_freeze(task.module(), options_, task.blocks());
   trainable_.clear();
   for (const auto& p : task.module().parameters(true))
     if (p.requires_grad()) trainable_.push_back(p);
-  GB_CHECK(!trainable_.empty(), FailedPrecondition, "the model has no trainable parameters", "check trainer.freeze");
+  GB_CHECK(!trainable_.empty(), FailedPrecondition, "the model has no trainable parameters",
+           "check trainer.freeze, freeze_fraction and freeze_blocks");
 
   train_set_ = data.train_dataset();
   val_set_ = data.val_dataset();
@@ -232,9 +226,13 @@ void Trainer::fit(TaskModule& task, DataModule& data, const std::filesystem::pat
   logger_.flush_csv();
 }
 
+void Trainer::train_mode() {
+  task_->module().train();
+  if (options_.frozen_bn_eval) keep_frozen_batchnorm_eval(task_->module());
+}
+
 void Trainer::train_epoch() {
-  auto& module = task_->module();
-  module.train();
+  train_mode();
   each_callback([&](Callback& c) { c.on_train_epoch_start(*this); });
   train_loader_->start_epoch(epoch_, resume_batch_);
   batch_in_epoch_ = resume_batch_;
@@ -321,7 +319,7 @@ void Trainer::train_epoch() {
       end_of_epoch_val = true;
     } else if (val_due && !should_stop_) {
       run_validation();
-      module.train();
+      train_mode();
     }
     if (should_stop_) break;
   }

@@ -27,6 +27,7 @@
 #include "glassbox/train/callback.h"
 #include "glassbox/train/checkpoint.h"
 #include "glassbox/train/datamodule.h"
+#include "glassbox/train/freeze.h"
 #include "glassbox/train/logger.h"
 #include "glassbox/train/optimizer.h"
 #include "glassbox/train/precision.h"
@@ -85,6 +86,8 @@ class Trainer {
   void request_stop(const std::string& reason, StopKind kind = StopKind::kOther);
   bool should_stop() const { return should_stop_; }
   const std::string& stop_reason() const { return stop_reason_; }
+  // What trainer.freeze / freeze_fraction / freeze_blocks froze (after setup).
+  const FreezeReport& freeze_report() const { return freeze_; }
   StopKind stop_kind() const { return stop_kind_; }
   const std::filesystem::path& run_dir() const { return run_dir_; }
   bool writes_files() const { return !run_dir_.empty() && options_.fast_dev_run == 0; }
@@ -123,6 +126,7 @@ class Trainer {
   void setup(TaskModule& task, DataModule& data);
   void restore(const std::filesystem::path& path, const ResumeOptions& resume);
   void train_epoch();
+  void train_mode();  // module.train(), frozen BatchNorm kept in eval (trainer.frozen_bn_eval)
   void optimizer_step();
   void apply_schedule();  // scheduler lrs (and momentums) -> optimiser
   EvalResult run_eval(const char* stage, const std::shared_ptr<const data::Dataset>& ds, std::int64_t limit_batches);
@@ -177,6 +181,7 @@ class Trainer {
   std::chrono::steady_clock::time_point fit_started_;
   bool fitting_ = false;
   std::vector<at::Tensor> trainable_;
+  FreezeReport freeze_;
   at::Tensor epoch_loss_sum_;
   std::int64_t epoch_loss_count_ = 0;
   std::int64_t epoch_correct_ = 0;

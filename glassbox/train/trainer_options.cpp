@@ -29,6 +29,14 @@ void TrainerOptions::visit(FieldVisitor& v) {
   v.field("seed", seed, "seed for weights, shuffling, dropout and augmentation");
   v.field("log_every_n_steps", log_every_n_steps, "log training metrics every N optimiser steps");
   v.field("freeze", freeze, "parameter name patterns to freeze, e.g. [\"features.*\"]");
+  v.field("freeze_fraction", freeze_fraction,
+          "freeze whole layers from the input side until this share of the parameters is frozen (e.g. 0.7; the "
+          "head is never frozen); 0: off");
+  v.field("freeze_blocks", freeze_blocks,
+          "freeze the model's first N blocks: its stages that own parameters, in forward order (a ResNet's conv1, "
+          "bn1, layer1.0, ...; a MobileNet's features.0, features.1, ...); 0: off");
+  v.field("frozen_bn_eval", frozen_bn_eval,
+          "keep BatchNorm layers whose parameters are all frozen in eval mode (their running statistics fixed)");
   v.field("device", device, "cpu, cuda, cuda:N or auto");
   v.field("num_threads", num_threads, "intra-op CPU threads (0: LibTorch's default)");
   v.field("enable_progress_bar", enable_progress_bar, "show a progress bar (plain lines when not a terminal)");
@@ -38,6 +46,10 @@ void TrainerOptions::visit(FieldVisitor& v) {
 }
 
 void TrainerOptions::validate() const {
+  GB_CHECK(freeze_fraction >= 0 && freeze_fraction < 1, InvalidArgument,
+           "trainer.freeze_fraction must be in [0, 1), got " << freeze_fraction, "use e.g. 0.7, or 0 for none");
+  GB_CHECK(freeze_blocks >= 0, InvalidArgument, "trainer.freeze_blocks must be >= 0, got " << freeze_blocks,
+           "use e.g. 3, or 0 for none");
   GB_CHECK(max_epochs >= -1 && max_epochs != 0, InvalidArgument,
            "trainer.max_epochs must be >= 1 or -1, got " << max_epochs, "use e.g. 10");
   GB_CHECK(max_steps >= -1 && max_steps != 0, InvalidArgument,

@@ -204,6 +204,37 @@ TEST(Trainer, FreezeByPatternKeepsWeights) {
   EXPECT_THROW(t2.fit(*make_task(1), data), Error);
 }
 
+// freeze_fraction freezes whole layers from the input side; a BatchNorm whose parameters are all
+// frozen keeps its running statistics (eval mode), the others learn theirs.
+TEST(Trainer, FreezeFractionKeepsTheInputSideAndItsBatchNormStatistics) {
+  ToyData data;
+  auto task = make_task(1);
+  auto named = task->module().named_parameters();
+  auto buffers = task->module().named_buffers();
+  const at::Tensor fc1 = named["body.fc1.weight"].clone(), head = named["body.head.weight"].clone();
+  const at::Tensor bn0_mean = buffers["body.bn0.running_mean"].clone(),
+                   bn1_mean = buffers["body.bn1.running_mean"].clone();
+  TrainerOptions t = quiet(1);
+  t.freeze_fraction = 0.5;  // fc0 + bn0 = 608 of 1236 parameters: not yet half, so fc1 too
+  Trainer trainer(t, adamw(), SchedulerOptions{});
+  trainer.fit(*task, data);
+  EXPECT_EQ(trainer.freeze_report().frozen, 544 + 64 + 528);
+  EXPECT_EQ(trainer.freeze_report().total, 1236);
+  named = task->module().named_parameters();
+  buffers = task->module().named_buffers();
+  EXPECT_TRUE(torch::equal(fc1, named["body.fc1.weight"]));
+  EXPECT_FALSE(torch::equal(head, named["body.head.weight"]));
+  EXPECT_TRUE(torch::equal(bn0_mean, buffers["body.bn0.running_mean"]));
+  EXPECT_FALSE(torch::equal(bn1_mean, buffers["body.bn1.running_mean"]));
+
+  // trainer.frozen_bn_eval = false: the frozen BatchNorm follows the batches again.
+  task = make_task(1);
+  t.frozen_bn_eval = false;
+  Trainer again(t, adamw(), SchedulerOptions{});
+  again.fit(*task, data);
+  EXPECT_FALSE(torch::equal(bn0_mean, task->module().named_buffers()["body.bn0.running_mean"]));
+}
+
 TEST(Trainer, ResumeMidEpochIsBitExact) {
   for (std::int64_t workers : {0, 2}) {
     const fs::path a_dir = testing::temp_dir("resume_a");
