@@ -214,5 +214,45 @@ TEST(Cli, BenchTrainReportsProbesVsPlainFromPairs) {
   EXPECT_FALSE(j.contains("python_sps"));
 }
 
+// glassbox tune lr: the plot, the JSON and TensorBoard events in --out, a tuned copy of the config
+// that trains; an existing --apply file and a bad range are refused (exit 2) and change nothing.
+TEST(Tune, LrWritesItsFilesAndATunedCopyOfTheConfig) {
+  const fs::path dir = testing::temp_dir("cli_tune");
+  const std::string config = (testing::source_dir() / "configs" / "quickstart.toml").string();
+  const std::string small = " --set data.limit_train=3000 --set data.val_size=500";
+  auto [rc, out] =
+      testing::run_command(gb() + " tune lr " + config + small + " --num-training 60 --out " + (dir / "lr").string() +
+                           " --apply " + (dir / "tuned.toml").string() + " --valley");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("valley (fastai)"), std::string::npos) << out;
+  const nlohmann::json j = nlohmann::json::parse(read_file(dir / "lr" / "lr_find.json"));
+  EXPECT_EQ(j["num_training"], 60);
+  ASSERT_FALSE(j["valley"].is_null());
+  EXPECT_LE(j["lrs"].size(), 60u);
+  EXPECT_EQ(j["applied"]["key"], "scheduler.max_lr");  // the quickstart's scheduler is onecycle
+  const double lr = j["valley"]["lr"].get<double>();
+  EXPECT_EQ(j["applied"]["lr"].get<double>(), lr);
+  EXPECT_TRUE(fs::exists(dir / "lr" / "lr_find.png"));
+  bool events = false;
+  for (const auto& e : fs::directory_iterator(dir / "lr"))
+    events = events || e.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  EXPECT_TRUE(events);
+  const std::string tuned = read_file(dir / "tuned.toml");
+  EXPECT_NE(tuned.find("max_lr = ["), std::string::npos);
+  // The copy is a config glassbox reads.
+  auto [rc_ok, out_ok] = testing::run_command(gb() + " train " + (dir / "tuned.toml").string() + small +
+                                              " --set trainer.fast_dev_run=2 --set trainer.enable_progress_bar=false");
+  EXPECT_EQ(rc_ok, 0) << out_ok;
+
+  auto [rc2, out2] =
+      testing::run_command(gb() + " tune lr " + config + small + " --apply " + (dir / "tuned.toml").string());
+  EXPECT_EQ(rc2, 2) << out2;
+  EXPECT_NE(out2.find("exists"), std::string::npos) << out2;
+  EXPECT_EQ(read_file(dir / "tuned.toml"), tuned);
+  auto [rc3, out3] = testing::run_command(gb() + " tune lr " + config + " --min-lr 1 --max-lr 0.1");
+  EXPECT_EQ(rc3, 2) << out3;
+  EXPECT_NE(out3.find("min_lr < max_lr"), std::string::npos) << out3;
+}
+
 }  // namespace
 }  // namespace glassbox

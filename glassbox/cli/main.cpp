@@ -126,6 +126,7 @@ int main(int argc, char** argv) {
   glassbox::cli::add_serve(app);
   glassbox::cli::add_predict(app);
   glassbox::cli::add_data(app);
+  glassbox::cli::add_tune(app);
   const std::string binary = "glassbox";
   if (argc <= 1) {
     std::cout << app.help();

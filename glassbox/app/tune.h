@@ -1,0 +1,47 @@
+// glassbox tune lr: the learning-rate range test on a config's model and data (PyTorch
+// Lightning's Tuner.lr_find: same schedule, smoothing, early stop and suggestion), with fastai's
+// "valley" beside it; writes lr_find.json, lr_find.png and TensorBoard scalars, and with `apply`
+// a copy of the config carrying the suggestion (OneCycle's max_lr when that scheduler is set,
+// else optim.lr).
+//
+//   TuneLrRequest r; r.config_file = "configs/defects.toml"; r.apply = "defects-tuned.toml";
+//   TuneLrOutcome o = tune_lr(r, std::cout);   // o.result.lrs[*o.result.suggestion]
+//
+// Errors: bad config or data (InvalidArgument / NotFound); an existing `apply` file is refused
+// (AlreadyExists) before anything runs. Thread safety: one call at a time.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "glassbox/train/lr_finder.h"
+
+namespace glassbox::app {
+
+struct TuneLrRequest {
+  std::filesystem::path config_file;
+  std::vector<std::string> overrides;
+  train::LrFinderOptions options;
+  std::filesystem::path out_dir;  // default runs/<run.name>/lr_find
+  std::filesystem::path apply;    // write a copy of the config with the suggestion here
+  bool use_valley = false;        // apply fastai's valley instead of Lightning's suggestion
+  bool quiet = false;
+};
+
+struct TuneLrOutcome {
+  train::LrFinderResult result;
+  std::filesystem::path out_dir;
+  std::string applied_key;  // "optim.lr" or "scheduler.max_lr" (empty: nothing applied)
+  std::optional<double> applied_lr;
+};
+
+TuneLrOutcome tune_lr(const TuneLrRequest& request, std::ostream& out);
+
+// The plot as an RGB image (height * width * 3 bytes): smoothed loss against log10(lr), raw
+// losses as dots, the suggestions as vertical lines.
+std::vector<std::uint8_t> plot_lr_find(const train::LrFinderResult& r, int width, int height);
+
+}  // namespace glassbox::app
