@@ -335,6 +335,13 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   trainer.add_callback(std::move(timer));
   if (config.early_stopping.enabled)
     trainer.add_callback(std::make_unique<train::EarlyStopping>(config.early_stopping));
+  if (config.ema.enabled) trainer.add_callback(std::make_unique<train::EmaCallback>(config.ema));
+  train::SwaCallback* swa = nullptr;
+  if (config.swa.enabled) {
+    auto cb = std::make_unique<train::SwaCallback>(config.swa);
+    swa = cb.get();
+    trainer.add_callback(std::move(cb));
+  }
   train::CheckpointOptions ck = config.checkpoint;
   if (!data.val_dataset() && ck.monitor.rfind("val_", 0) == 0) ck.monitor = "";  // nothing to monitor
   auto checkpoint = std::make_unique<train::ModelCheckpoint>(ck);
@@ -372,14 +379,22 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
     trainer.save_checkpoint(p, false, false);
     last = p.string();
   }
+  // SWA's averaged weights (with their recomputed BatchNorm statistics) as a checkpoint of their own.
+  std::string swa_checkpoint;
+  if (swa && swa->averaged() > 0 && writes && config.trainer.enable_checkpointing) {
+    const fs::path p = (ck.dirpath.empty() ? run_dir / "checkpoints" : fs::path(ck.dirpath)) / "swa.ckpt";
+    trainer.save_checkpoint(p, /*weights_only=*/true, false);
+    swa_checkpoint = p.string();
+  }
 
   // Test with the best checkpoint when one was kept (Lightning's ckpt_path="best"); not after an
   // interrupt; after a non-finite stop only with finite weights.
   std::string tested_with = "final weights";
   std::string test_note;
   train::EvalResult test;
-  const bool has_best =
-      !ckpt->best_model_path().empty() && !ck.save_weights_only && fs::exists(ckpt->best_model_path());
+  // SWA's averaged weights exist only at the end of fit: they are what is tested.
+  const bool has_best = !ckpt->best_model_path().empty() && !ck.save_weights_only &&
+                        fs::exists(ckpt->best_model_path()) && !(swa && swa->averaged() > 0);
   if (stop == train::StopKind::kInterrupted) {
     test_note = "not tested: interrupted";
   } else if (data.test_dataset()) {
@@ -448,6 +463,11 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
         {"checkpoint", plan.resume.string()}, {"epoch", plan.resume_epoch}, {"step", plan.resume_step}};
     if (plan.fork) summary["parent_run"] = plan.parent_run.string();
   }
+  if (config.ema.enabled) summary["ema"] = {{"decay", config.ema.decay}, {"validated", config.ema.validate}};
+  if (swa)
+    summary["swa"] = {{"averaged_epochs", swa->averaged()},
+                      {"from_epoch", swa->start_epoch(config.trainer.max_epochs)},
+                      {"checkpoint", path_or_null(swa_checkpoint)}};
   if (trainer.freeze_report().frozen > 0) {
     summary["frozen"] = {{"parameters", trainer.freeze_report().frozen},
                          {"of", trainer.freeze_report().total},

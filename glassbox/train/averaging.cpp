@@ -1,10 +1,14 @@
 #include "glassbox/train/averaging.h"
 
 #include <cmath>
+#include <numbers>
 
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
+#include "glassbox/data/loader.h"
+#include "glassbox/train/checkpoint.h"
+#include "glassbox/train/trainer.h"
 
 namespace glassbox::train {
 
@@ -200,6 +204,165 @@ void update_bn(torch::nn::Module& module,
     if (s.bn2) s.bn2->options.momentum(s.momentum);
   }
   module.train(was_training);
+}
+
+// --- EmaCallback ---
+
+void EmaCallback::ensure(Trainer& t) {
+  if (!ema_) ema_.emplace(t.task()->module(), options_);
+}
+
+void EmaCallback::on_fit_start(Trainer& t) {
+  ensure(t);
+  last_step_ = t.global_step();
+}
+
+void EmaCallback::on_train_batch_end(Trainer& t, const StepOutput&, const data::Batch&) {
+  if (t.global_step() == last_step_) return;  // no optimiser step (accumulation)
+  last_step_ = t.global_step();
+  if (t.global_step() % options_.every_n_steps == 0) ema_->update(t.task()->module(), t.global_step());
+}
+
+void EmaCallback::on_validation_start(Trainer& t) {
+  if (!options_.validate || swapped_) return;
+  ensure(t);
+  ema_->swap(t.task()->module());
+  swapped_ = true;
+}
+
+void EmaCallback::on_validation_end(Trainer& t) {
+  if (!swapped_) return;
+  ema_->swap(t.task()->module());
+  swapped_ = false;
+}
+
+void EmaCallback::on_exception(Trainer& t, const std::exception&) { on_validation_end(t); }
+
+void EmaCallback::on_fit_end(Trainer& t) {
+  if (options_.validate && ema_) ema_->copy_to(t.task()->module());
+}
+
+void EmaCallback::on_save_checkpoint(Trainer&, Checkpoint& c) {
+  if (!ema_) return;
+  std::map<std::string, const at::Tensor*> avg;
+  for (const auto& [n, v] : ema_->tensors()) avg[n] = &v;
+  const bool full = c.state.value("weights_only", false) == false;
+  for (auto& [n, v] : c.model.tensors) {
+    auto it = avg.find(n);
+    if (it == avg.end()) continue;
+    if (full) c.extra.tensors.emplace_back("ema.raw." + n, v);
+    if (options_.validate) v = *it->second;
+  }
+  if (!options_.validate && full)
+    for (const auto& [n, v] : ema_->tensors()) c.extra.tensors.emplace_back("ema.avg." + n, v);
+  c.state["ema"] = {{"in_model", options_.validate}, {"decay", options_.decay}};
+}
+
+void EmaCallback::on_load_checkpoint(Trainer& t, const Checkpoint& c) {
+  ensure(t);
+  torch::NoGradGuard ng;
+  auto params = t.task()->module().named_parameters(true);
+  auto buffers = t.task()->module().named_buffers(true);
+  TensorMap avg = ema_->tensors();
+  for (auto& [n, v] : avg) {
+    if (options_.validate) {
+      // model.safetensors held the average; the training weights are the "ema.raw." copies.
+      at::Tensor live = params.contains(n) ? params[n] : buffers[n];
+      v = live.detach().clone();
+      if (const at::Tensor* raw = c.extra.find("ema.raw." + n)) live.copy_(*raw);
+    } else if (const at::Tensor* a = c.extra.find("ema.avg." + n)) {
+      v = a->clone();
+    }
+  }
+  ema_->load(avg);
+}
+
+// --- SwaCallback ---
+
+std::int64_t SwaCallback::start_epoch(std::int64_t max_epochs) const {
+  if (options_.epoch_start >= 1) return static_cast<std::int64_t>(options_.epoch_start);
+  GB_CHECK(max_epochs > 0, InvalidArgument, "swa.epoch_start as a fraction needs trainer.max_epochs",
+           "give swa.epoch_start as an epoch index (>= 1)");
+  return static_cast<std::int64_t>(static_cast<double>(max_epochs) * options_.epoch_start);
+}
+
+double SwaCallback::swa_lr(std::int64_t k, double lr0) const {
+  const std::int64_t a = std::max<std::int64_t>(1, options_.anneal_epochs);
+  const double t =
+      options_.anneal_epochs == 0 ? 1.0 : std::clamp(static_cast<double>(k) / static_cast<double>(a), 0.0, 1.0);
+  const double alpha = options_.anneal_strategy == "cos" ? (1 - std::cos(std::numbers::pi * t)) / 2 : t;
+  return options_.lr * alpha + lr0 * (1 - alpha);
+}
+
+void SwaCallback::on_fit_start(Trainer& t) {
+  start_ = start_epoch(t.options().max_epochs);
+  if (!swa_) swa_.emplace(t.task()->module());
+}
+
+void SwaCallback::on_train_epoch_start(Trainer& t) {
+  if (options_.lr <= 0 || t.current_epoch() < start_ || !lr0_.empty()) return;
+  for (std::size_t g = 0; g < t.optimizer()->num_groups(); ++g) lr0_.push_back(t.optimizer()->lr(g));
+}
+
+void SwaCallback::on_train_batch_start(Trainer& t, const data::Batch&) {
+  if (options_.lr <= 0 || t.current_epoch() < start_ || lr0_.empty()) return;
+  for (std::size_t g = 0; g < t.optimizer()->num_groups() && g < lr0_.size(); ++g)
+    t.optimizer()->set_lr(g, swa_lr(t.current_epoch() - start_, lr0_[g]));
+}
+
+void SwaCallback::on_train_epoch_end(Trainer& t) {
+  if (t.current_epoch() >= start_) swa_->update(t.task()->module());
+}
+
+void SwaCallback::on_fit_end(Trainer& t) {
+  if (!swa_ || swa_->count() == 0) return;
+  swa_->copy_to(t.task()->module());
+  const auto set = t.train_dataset();
+  if (!set) return;
+  data::LoaderOptions lo;
+  lo.batch_size = 64;
+  lo.shuffle = false;
+  data::Loader loader(set, lo);
+  TaskModule* task = t.task();
+  const c10::Device device = t.device();
+  update_bn(
+      task->module(),
+      [&](const std::function<void(const at::Tensor&)>& f) {
+        loader.start_epoch(0, 0);
+        while (auto b = loader.next()) f(b->inputs.to(device));
+      },
+      [&](const at::Tensor& x) {
+        torch::NoGradGuard ng;
+        data::Batch b;
+        b.inputs = x;
+        b.targets = torch::zeros({x.size(0)}, torch::TensorOptions().dtype(torch::kLong).device(x.device()));
+        task->validation_step(b);
+      });
+}
+
+void SwaCallback::on_save_checkpoint(Trainer&, Checkpoint& c) {
+  if (!swa_ || c.state.value("weights_only", false)) return;
+  for (const auto& [n, v] : swa_->tensors()) c.extra.tensors.emplace_back("swa.avg." + n, v);
+}
+
+void SwaCallback::on_load_checkpoint(Trainer& t, const Checkpoint& c) {
+  if (!swa_) swa_.emplace(t.task()->module());
+  TensorMap avg = swa_->tensors();
+  bool any = false;
+  for (auto& [n, v] : avg) {
+    if (const at::Tensor* a = c.extra.find("swa.avg." + n)) {
+      v = a->clone();
+      any = true;
+    }
+  }
+  if (any) swa_->load(avg, pending_count_);
+}
+
+nlohmann::json SwaCallback::state() const { return {{"averaged", averaged()}, {"lr0", lr0_}}; }
+
+void SwaCallback::load_state(const nlohmann::json& s) {
+  pending_count_ = s.value("averaged", std::int64_t{0});
+  lr0_ = s.value("lr0", std::vector<double>{});
 }
 
 }  // namespace glassbox::train

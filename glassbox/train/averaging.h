@@ -25,6 +25,7 @@
 
 #include "glassbox/base/config.h"
 #include "glassbox/core/safetensors.h"
+#include "glassbox/train/callback.h"
 
 namespace glassbox::train {
 
@@ -97,5 +98,61 @@ class SwaAverage {
 void update_bn(torch::nn::Module& module,
                const std::function<void(const std::function<void(const at::Tensor&)>&)>& batches,
                const std::function<void(const at::Tensor&)>& forward);
+
+// The EMA in training: updated after every `every_n_steps`-th optimiser step; with `validate`,
+// validation (and so the best checkpoint and early stopping) sees the averaged weights, every
+// checkpoint's model.safetensors holds them (the training weights go to extra.safetensors as
+// "ema.raw.<name>", so a resume continues exactly), and they replace the weights at the end of fit.
+class EmaCallback final : public Callback {
+ public:
+  explicit EmaCallback(EmaOptions options) : options_(options) { options_.validate_options(); }
+  std::string name() const override { return "EMA"; }
+  void on_fit_start(Trainer& t) override;
+  void on_train_batch_end(Trainer& t, const StepOutput&, const data::Batch&) override;
+  void on_validation_start(Trainer& t) override;
+  void on_validation_end(Trainer& t) override;
+  void on_fit_end(Trainer& t) override;
+  void on_exception(Trainer& t, const std::exception&) override;
+  void on_save_checkpoint(Trainer& t, Checkpoint& c) override;
+  void on_load_checkpoint(Trainer& t, const Checkpoint& c) override;
+  const ModelEma* average() const { return ema_ ? &*ema_ : nullptr; }
+
+ private:
+  void ensure(Trainer& t);
+  EmaOptions options_;
+  std::optional<ModelEma> ema_;
+  std::int64_t last_step_ = -1;
+  bool swapped_ = false;
+};
+
+// Lightning's StochasticWeightAveraging: from epoch_start on, the learning rate anneals to swa.lr
+// (SWALR) and the parameters are averaged at each epoch's end; at the end of fit the average
+// replaces the weights and BatchNorm statistics are recomputed over the training set (update_bn).
+class SwaCallback final : public Callback {
+ public:
+  explicit SwaCallback(SwaOptions options) : options_(std::move(options)) { options_.validate(); }
+  std::string name() const override { return "SWA"; }
+  void on_fit_start(Trainer& t) override;
+  void on_train_epoch_start(Trainer& t) override;
+  void on_train_batch_start(Trainer& t, const data::Batch&) override;
+  void on_train_epoch_end(Trainer& t) override;
+  void on_fit_end(Trainer& t) override;
+  void on_save_checkpoint(Trainer& t, Checkpoint& c) override;
+  void on_load_checkpoint(Trainer& t, const Checkpoint& c) override;
+  nlohmann::json state() const override;
+  void load_state(const nlohmann::json& s) override;
+  // The first averaged epoch (0-based) for a run of max_epochs.
+  std::int64_t start_epoch(std::int64_t max_epochs) const;
+  // SWALR's learning rate `k` epochs after the start, from lr0 (the rate when averaging began).
+  double swa_lr(std::int64_t k, double lr0) const;
+  std::int64_t averaged() const { return swa_ ? swa_->count() : 0; }
+
+ private:
+  SwaOptions options_;
+  std::optional<SwaAverage> swa_;
+  std::vector<double> lr0_;  // per group, when the annealing began
+  std::int64_t start_ = 0;
+  std::int64_t pending_count_ = 0;  // from a resumed checkpoint's state
+};
 
 }  // namespace glassbox::train

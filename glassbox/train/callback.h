@@ -28,6 +28,7 @@
 namespace glassbox::train {
 
 class Trainer;
+struct Checkpoint;
 
 class Callback {
  public:
@@ -54,6 +55,11 @@ class Callback {
   virtual void on_test_end(Trainer&) {}
   // Called on an exception escaping the loop (before it propagates).
   virtual void on_exception(Trainer&, const std::exception&) {}
+
+  // Before a checkpoint is written / after one was read for a resume (the model and the
+  // trainer's state already restored): a callback may change or add tensors (Lightning's hooks).
+  virtual void on_save_checkpoint(Trainer&, Checkpoint&) {}
+  virtual void on_load_checkpoint(Trainer&, const Checkpoint&) {}
 
   virtual nlohmann::json state() const { return nlohmann::json::object(); }
   virtual void load_state(const nlohmann::json&) {}

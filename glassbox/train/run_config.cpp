@@ -15,6 +15,8 @@ void RunConfig::visit(FieldVisitor& v) {
   v.section("trainer", [this](FieldVisitor& s) { trainer.visit(s); });
   v.section("checkpoint", [this](FieldVisitor& s) { checkpoint.visit(s); });
   v.section("early_stopping", [this](FieldVisitor& s) { early_stopping.visit(s); });
+  v.section("ema", [this](FieldVisitor& s) { ema.visit(s); });
+  v.section("swa", [this](FieldVisitor& s) { swa.visit(s); });
   v.section("diagnostics", [this](FieldVisitor& s) { diagnostics.visit(s); });
 }
 
@@ -29,6 +31,10 @@ void RunConfig::validate() const {
   trainer.validate();
   checkpoint.validate();
   early_stopping.validate();
+  ema.validate_options();
+  swa.validate();
+  GB_CHECK(!(ema.enabled && swa.enabled), InvalidArgument, "ema.enabled and swa.enabled are both set",
+           "average the weights one way: EMA (every step) or SWA (every epoch from swa.epoch_start)");
   diagnostics.validate();
 }
 

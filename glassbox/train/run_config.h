@@ -24,6 +24,7 @@
 #include "glassbox/base/config.h"
 #include "glassbox/nn/losses.h"
 #include "glassbox/nn/registry.h"
+#include "glassbox/train/averaging.h"
 #include "glassbox/train/callbacks.h"
 #include "glassbox/train/datamodule.h"
 #include "glassbox/train/diagnostics_options.h"
@@ -43,6 +44,8 @@ struct RunConfig {
   TrainerOptions trainer;
   CheckpointOptions checkpoint;
   EarlyStoppingOptions early_stopping;
+  EmaOptions ema;
+  SwaOptions swa;
   DiagnosticsOptions diagnostics;
 
   void visit(FieldVisitor& v);

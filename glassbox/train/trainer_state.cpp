@@ -57,6 +57,7 @@ void Trainer::save_checkpoint(const std::filesystem::path& dir, bool weights_onl
     s["precision"] = name_of(options_.precision);
   }
   c.state = std::move(s);
+  for (const auto& callback : callbacks_) callback->on_save_checkpoint(*this, c);
   write_checkpoint(dir, c);
 }
 
@@ -117,6 +118,10 @@ void Trainer::restore(const std::filesystem::path& path, const ResumeOptions& re
   }
   set_cuda_rng_states(cuda);
   if (const at::Tensor* sc = c.extra.find("amp.scaler")) precision_->load_scaler_state(*sc);
+  for (auto& callback : callbacks_) {
+    const auto& fresh = resume.fresh_callbacks;
+    if (std::find(fresh.begin(), fresh.end(), callback->name()) == fresh.end()) callback->on_load_checkpoint(*this, c);
+  }
   // Rows logged after this checkpoint (by a run that went on, then crashed or was stopped) are
   // superseded by what this run logs: one history.
   logger_.drop_after(global_step_);

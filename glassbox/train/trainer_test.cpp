@@ -10,6 +10,8 @@
 #include "glassbox/base/files.h"
 #include "glassbox/nn/registry.h"
 #include "glassbox/testing/testing.h"
+#include "glassbox/train/averaging.h"
+#include "glassbox/train/averaging.h"
 #include "glassbox/train/callbacks.h"
 
 namespace glassbox::train {
@@ -263,6 +265,87 @@ TEST(Trainer, ResumeMidEpochIsBitExact) {
     EXPECT_EQ(t.global_step(), 45);
     expect_same_weights(a->module(), c->module());
   }
+}
+
+// EMA in the Trainer: validation sees the average, the average replaces the weights at the end,
+// and a run resumed mid-epoch ends with the same average and weights as one that was not.
+TEST(Trainer, EmaResumesExactlyAndEndsWithTheAverage) {
+  const fs::path a_dir = testing::temp_dir("ema_a");
+  const fs::path b_dir = testing::temp_dir("ema_b");
+  ToyData data;
+  EmaOptions ema;
+  ema.enabled = true;
+  ema.decay = 0.9;
+  auto a = make_task(5);
+  const EmaCallback* a_ema = nullptr;
+  {
+    Trainer t(quiet(3), adamw(), onecycle(), a_dir);
+    auto cb = std::make_unique<EmaCallback>(ema);
+    a_ema = cb.get();
+    t.add_callback(std::move(cb));
+    t.add_callback(std::make_unique<ModelCheckpoint>(CheckpointOptions{}));
+    t.fit(*a, data);
+    // The model holds the average now.
+    for (const auto& [n, v] : a_ema->average()->tensors())
+      EXPECT_TRUE(torch::equal(v, a->module().named_parameters().contains(n) ? a->module().named_parameters()[n]
+                                                                             : a->module().named_buffers()[n]))
+          << n;
+  }
+  {
+    auto b = make_task(5);
+    Trainer t(quiet(3), adamw(), onecycle(), b_dir);
+    t.add_callback(std::make_unique<EmaCallback>(ema));
+    t.add_callback(std::make_unique<ModelCheckpoint>(CheckpointOptions{}));
+    t.add_callback(std::make_unique<StopAtStep>(22));
+    t.fit(*b, data);
+  }
+  // The checkpoint's model.safetensors holds the average, extra.safetensors the training weights.
+  const Checkpoint ck = read_checkpoint(b_dir / "checkpoints" / "last.ckpt");
+  EXPECT_NE(ck.extra.find("ema.raw.body.fc0.weight"), nullptr);
+  EXPECT_FALSE(torch::equal(*ck.model.find("body.fc0.weight"), *ck.extra.find("ema.raw.body.fc0.weight")));
+  auto c = make_task(99);
+  Trainer t(quiet(3), adamw(), onecycle(), b_dir);
+  t.add_callback(std::make_unique<EmaCallback>(ema));
+  t.add_callback(std::make_unique<ModelCheckpoint>(CheckpointOptions{}));
+  t.fit(*c, data, b_dir / "checkpoints" / "last.ckpt");
+  EXPECT_EQ(t.global_step(), 45);
+  expect_same_weights(a->module(), c->module());
+}
+
+// SWA: the rate anneals to swa.lr from the start epoch, the parameters are averaged once per
+// epoch from there, and BatchNorm statistics are recomputed over the training set at the end.
+TEST(Trainer, SwaAveragesFromItsStartEpochAndRecomputesBatchNorm) {
+  ToyData data;
+  auto task = make_task(3);
+  SwaOptions o;
+  o.enabled = true;
+  o.epoch_start = 2;  // epochs 2 and 3 of 4
+  o.lr = 0.01;
+  o.anneal_epochs = 1;
+  class LrRecorder final : public Callback {
+   public:
+    std::string name() const override { return "LrRecorder"; }
+    void on_before_optimizer_step(Trainer& t) override { lrs[t.current_epoch()] = t.optimizer()->lr(0); }
+    std::map<std::int64_t, double> lrs;
+  };
+  Trainer t(quiet(4), adamw(), SchedulerOptions{});
+  auto swa = std::make_unique<SwaCallback>(o);
+  SwaCallback* s = swa.get();
+  t.add_callback(std::move(swa));
+  auto rec = std::make_unique<LrRecorder>();
+  LrRecorder* r = rec.get();
+  t.add_callback(std::move(rec));
+  t.fit(*task, data);
+  EXPECT_EQ(s->averaged(), 2);
+  EXPECT_EQ(s->start_epoch(4), 2);
+  EXPECT_DOUBLE_EQ(r->lrs[1], 3e-3);  // before: the configured rate
+  EXPECT_DOUBLE_EQ(r->lrs[2], 3e-3);  // k = 0: SWALR starts from it
+  EXPECT_DOUBLE_EQ(r->lrs[3], 0.01);  // annealed over one epoch
+  EXPECT_DOUBLE_EQ(s->swa_lr(0, 0.1), 0.1);
+  o.anneal_epochs = 4;
+  EXPECT_NEAR(SwaCallback(o).swa_lr(2, 0.1), 0.01 * 0.5 + 0.1 * 0.5, 1e-15);  // cos: alpha(1/2) = 1/2
+  // update_bn: the running statistics are the cumulative average of one pass (480 samples, 64 a batch).
+  EXPECT_EQ(task->module().named_buffers()["body.bn0.num_batches_tracked"].item<std::int64_t>(), 8);
 }
 
 TEST(Checkpoint, AnotherArchitectureNamesTensors) {
