@@ -11,7 +11,6 @@
 #include "glassbox/nn/registry.h"
 #include "glassbox/testing/testing.h"
 #include "glassbox/train/averaging.h"
-#include "glassbox/train/averaging.h"
 #include "glassbox/train/callbacks.h"
 
 namespace glassbox::train {
