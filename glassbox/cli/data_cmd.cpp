@@ -112,7 +112,7 @@ void add_data(CLI::App& app) {
       "Example:\n"
       "  glassbox data synth defects --out parts --images 800\n"
       "  glassbox train configs/defects.toml --set data.root=parts");
-  synth->callback([y, yout] {
+  synth->callback([y, ykind, yout] {  // every bound variable lives as long as the command
     y->out = *yout;
     const app::SynthOutcome o = app::synth_defects(*y);
     std::string counts;

@@ -13,7 +13,8 @@ void ModelContract::visit(FieldVisitor& v) {
   v.field("format", format, "always \"glassbox-contract\"");
   v.field("version", version, "contract format version (1)");
   v.field("name", name, "the model's name");
-  v.field("architecture", architecture, "zoo architecture (mlp, cnn, resnet18) or torchscript");
+  v.field("architecture", architecture,
+          "zoo architecture (model.name: mlp, cnn, resnet50, efficientnet_b0, ...) or torchscript");
   v.section("input", [this](FieldVisitor& s) {
     s.field("name", input_name, "input tensor name");
     s.field("shape", input_shape, "one sample's shape without the batch axis, e.g. [1, 28, 28]");
