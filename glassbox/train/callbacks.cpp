@@ -88,7 +88,8 @@ void ModelCheckpoint::save(Trainer& t, bool monitored) {
     auto it = t.callback_metrics().find(options_.monitor);
     GB_CHECK(it != t.callback_metrics().end(), FailedPrecondition,
              "checkpoint.monitor = \"" << options_.monitor << "\" was not computed",
-             "monitor a logged metric: val_loss, val_acc, train_loss (or set checkpoint.monitor = \"\")");
+             "monitor a logged metric: val_loss, val_acc, val_macro_f1, val_macro_ap, val_recall_<k>, train_loss (or "
+             "set checkpoint.monitor = \"\")");
     const double score = it->second;
     if (!std::isfinite(score)) return;
     const bool keep_all = options_.save_top_k == -1;

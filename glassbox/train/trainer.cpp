@@ -8,6 +8,7 @@
 #include "glassbox/base/interrupt.h"
 #include "glassbox/core/device.h"
 #include "glassbox/core/seed.h"
+#include "glassbox/metrics/classification.h"
 #include "glassbox/metrics/running.h"
 #include "glassbox/train/freeze.h"
 
@@ -332,8 +333,8 @@ void Trainer::train_epoch() {
   if (epoch_complete && end_of_epoch_val) run_validation();
   if (epoch_complete || should_stop_) {
     nlohmann::json row = {{"epoch", epoch_}, {"step", global_step_}};
-    for (const char* k : {"train_loss", "train_acc", "val_loss", "val_acc"})
-      if (callback_metrics_.count(k)) row[k] = callback_metrics_[k];
+    for (const auto& [k, v] : callback_metrics_)
+      if (k == "train_loss" || k == "train_acc" || k.rfind("val_", 0) == 0) row[k] = v;
     row["lr"] = optimizer_->lr(0);
     row["epoch_end"] = epoch_complete;
     if (options_.fast_dev_run == 0) logger_.log(row);
@@ -428,6 +429,7 @@ EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data
   at::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
   std::int64_t correct = 0, seen = 0, batches = 0;
   const bool test = std::string(stage) == "test";
+  std::vector<at::Tensor> probs, labels;  // for the classification metrics
   while (auto b = loader.next()) {
     if (limit_batches >= 0 && batches >= limit_batches) break;
     data::Batch batch = to_device(std::move(*b));
@@ -438,8 +440,13 @@ EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data
     }
     const std::int64_t bsz = batch.size();
     if (out.loss.defined()) loss_sum.add_(out.loss.detach().to(torch::kDouble) * static_cast<double>(bsz));
-    if (out.logits.defined() && out.logits.dim() == 2)
+    if (out.logits.defined() && out.logits.dim() == 2) {
       correct += metrics::count_topk_correct(out.logits, batch.targets, 1);
+      if (batch.targets.dim() == 1 && !batch.targets.is_floating_point()) {
+        probs.push_back(torch::softmax(out.logits.detach().to(torch::kDouble), 1).cpu());
+        labels.push_back(batch.targets.cpu());
+      }
+    }
     seen += bsz;
     ++batches;
   }
@@ -448,6 +455,23 @@ EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data
   if (seen > 0) {
     r.loss = loss_sum.item<double>() / static_cast<double>(seen);
     r.accuracy = static_cast<double>(correct) / static_cast<double>(seen);
+  }
+  if (!probs.empty()) {
+    const metrics::ClassificationReport c =
+        metrics::classification_report(metrics::classification_input(torch::cat(labels), torch::cat(probs)));
+    r.metrics["macro_f1"] = c.macro.f1;
+    r.metrics["weighted_f1"] = c.weighted.f1;
+    r.metrics["macro_precision"] = c.macro.precision;
+    r.metrics["macro_recall"] = c.macro.recall;
+    r.metrics["macro_ap"] = c.average_precision_macro;
+    if (std::isfinite(c.roc_auc_macro)) r.metrics["roc_auc_macro"] = c.roc_auc_macro;
+    if (c.per_class.size() <= 50) {
+      for (std::size_t k = 0; k < c.per_class.size(); ++k) {
+        r.metrics["precision_" + std::to_string(k)] = c.per_class[k].prf.precision;
+        r.metrics["recall_" + std::to_string(k)] = c.per_class[k].prf.recall;
+        r.metrics["f1_" + std::to_string(k)] = c.per_class[k].prf.f1;
+      }
+    }
   }
   return r;
 }
@@ -461,6 +485,7 @@ void Trainer::run_validation() {
   EvalResult r = run_eval("val", val_set_, limit);
   callback_metrics_["val_loss"] = r.loss;
   callback_metrics_["val_acc"] = r.accuracy;
+  for (const auto& [k, v] : r.metrics) callback_metrics_["val_" + k] = v;
   each_callback([&](Callback& c) { c.on_validation_end(*this); });
 }
 

@@ -52,6 +52,10 @@ struct EvalResult {
   double loss = 0.0;
   double accuracy = 0.0;
   std::int64_t samples = 0;
+  // With class logits: scikit-learn's macro_f1, weighted_f1, macro_precision, macro_recall,
+  // macro_ap (AUPRC), roc_auc_macro (when defined) and, for at most 50 classes, precision_<k>,
+  // recall_<k> and f1_<k> (the Trainer logs them as val_* / test_*).
+  std::map<std::string, double> metrics;
 };
 
 class Trainer {

@@ -8,6 +8,7 @@
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
+#include "glassbox/metrics/classification.h"
 #include "glassbox/nn/registry.h"
 #include "glassbox/testing/testing.h"
 #include "glassbox/train/averaging.h"
@@ -345,6 +346,44 @@ TEST(Trainer, SwaAveragesFromItsStartEpochAndRecomputesBatchNorm) {
   EXPECT_NEAR(SwaCallback(o).swa_lr(2, 0.1), 0.01 * 0.5 + 0.1 * 0.5, 1e-15);  // cos: alpha(1/2) = 1/2
   // update_bn: the running statistics are the cumulative average of one pass (480 samples, 64 a batch).
   EXPECT_EQ(task->module().named_buffers()["body.bn0.num_batches_tracked"].item<std::int64_t>(), 8);
+}
+
+// Validation computes scikit-learn's classification metrics (macro F1, AUPRC, per-class recall)
+// for checkpoints and early stopping to monitor; they are those of the validation predictions.
+TEST(Trainer, ValidationMetricsCanBeMonitored) {
+  const fs::path dir = testing::temp_dir("val_metrics");
+  ToyData data;
+  auto task = make_task(4);
+  CheckpointOptions ck;
+  ck.monitor = "val_macro_f1";
+  ck.mode = MetricMode::kMax;
+  Trainer t(quiet(2), adamw(), SchedulerOptions{}, dir);
+  auto cb = std::make_unique<ModelCheckpoint>(ck);
+  ModelCheckpoint* ckpt = cb.get();
+  t.add_callback(std::move(cb));
+  t.fit(*task, data);
+  const auto& m = t.callback_metrics();
+  for (const char* k :
+       {"val_macro_f1", "val_weighted_f1", "val_macro_ap", "val_recall_0", "val_f1_3", "val_precision_2"})
+    EXPECT_TRUE(m.contains(k)) << k;
+  EXPECT_FALSE(ckpt->best_model_path().empty());
+  // The same numbers from the model's validation predictions, through the metrics module.
+  task->module().eval();
+  torch::NoGradGuard ng;
+  std::vector<at::Tensor> probs, labels;
+  data::Loader loader(data.val_dataset(), data.eval_loader_options());
+  loader.start_epoch(0);
+  while (auto b = loader.next()) {
+    probs.push_back(torch::softmax(task->training_step(*b).logits.to(torch::kDouble), 1));
+    labels.push_back(b->targets);
+  }
+  const auto r = metrics::classification_report(metrics::classification_input(torch::cat(labels), torch::cat(probs)));
+  EXPECT_NEAR(m.at("val_macro_f1"), r.macro.f1, 1e-12);
+  EXPECT_NEAR(m.at("val_recall_1"), r.per_class[1].prf.recall, 1e-12);
+  EXPECT_NEAR(m.at("val_macro_ap"), r.average_precision_macro, 1e-12);
+  // Logged per validation.
+  const std::string rows = read_file(dir / "metrics.jsonl");
+  EXPECT_NE(rows.find("\"val_macro_f1\""), std::string::npos);
 }
 
 TEST(Checkpoint, AnotherArchitectureNamesTensors) {
