@@ -1,6 +1,8 @@
 // Tested by app_test (TuneWorkflow.*) and cli_test (Tune.*).
 #include "glassbox/app/tune.h"
 
+#include <sys/resource.h>
+
 #include <cmath>
 #include <limits>
 
@@ -17,6 +19,7 @@
 #include "glassbox/train/datamodule.h"
 #include "glassbox/train/run_config.h"
 #include "glassbox/train/scheduler.h"
+#include "glassbox/train/trainer.h"
 
 namespace glassbox::app {
 
@@ -157,6 +160,133 @@ TuneLrOutcome tune_lr(const TuneLrRequest& request, std::ostream& out) {
     if (o.applied_lr)
       out << fmt::format("wrote {} with {} = {:.3e}\n", request.apply.string(), o.applied_key, *o.applied_lr);
     out << "plot: " << (o.out_dir / "lr_find.png").string() << "\n";
+  }
+  return o;
+}
+
+namespace {
+
+// The configured data with another training batch size (the data loaded once for every trial).
+class BatchSizeOverride final : public train::DataModule {
+ public:
+  BatchSizeOverride(train::DataModule& base, std::int64_t batch_size) : base_(base), batch_size_(batch_size) {}
+  void setup() override {}
+  train::DataInfo info() const override { return base_.info(); }
+  std::shared_ptr<const data::Dataset> train_dataset() const override { return base_.train_dataset(); }
+  std::shared_ptr<const data::Dataset> val_dataset() const override { return base_.val_dataset(); }
+  std::shared_ptr<const data::Dataset> test_dataset() const override { return base_.test_dataset(); }
+  data::LoaderOptions train_loader_options() const override {
+    data::LoaderOptions o = base_.train_loader_options();
+    o.batch_size = batch_size_;
+    o.drop_last = false;
+    return o;
+  }
+  data::LoaderOptions eval_loader_options() const override { return base_.eval_loader_options(); }
+  data::BatchTransform train_batch_transform() const override { return base_.train_batch_transform(); }
+
+ private:
+  train::DataModule& base_;
+  std::int64_t batch_size_;
+};
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+bool is_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr) return true;
+  const std::string what = e.what();
+  return what.find("out of memory") != std::string::npos || what.find("CUDA error: out of memory") != std::string::npos;
+}
+
+}  // namespace
+
+nlohmann::json TuneBatchOutcome::to_json() const {
+  nlohmann::json j = {{"batch_size", batch_size}, {"stop_reason", stop_reason}};
+  j["trials"] = nlohmann::json::array();
+  for (const auto& t : trials)
+    j["trials"].push_back(
+        {{"batch_size", t.batch_size}, {"fits", t.fits}, {"peak_rss_mb", t.peak_rss_mb}, {"why", t.why}});
+  return j;
+}
+
+TuneBatchOutcome tune_batch_size(const TuneBatchRequest& request, std::ostream& out) {
+  train::RunConfig config = train::load_run_config(request.config_file, request.overrides);
+  GB_CHECK(request.init >= 1 && request.steps_per_trial >= 1 && request.max_trials >= 1, InvalidArgument,
+           "--init, --steps-per-trial and --max-trials must be >= 1", "use e.g. --init 2 --steps-per-trial 3");
+  GB_CHECK(request.memory_limit_mb >= 0, InvalidArgument,
+           "--memory-limit-mb must be >= 0, got " << request.memory_limit_mb, "use e.g. 4096, or 0 for none");
+  GB_CHECK(request.apply.empty() || !fs::exists(request.apply), AlreadyExists,
+           "--apply " << request.apply.string() << " exists; tune writes a new file and changes no existing one",
+           "name a new file, e.g. " + (request.apply.parent_path() / "tuned.toml").string());
+  seed_everything(static_cast<std::uint64_t>(config.trainer.seed));
+  train::StandardDataModule data(config.data);
+  data.setup();
+  const train::DataInfo info = data.info();
+  const std::int64_t n = data.train_dataset()->size();
+  TuneBatchOutcome o;
+  std::int64_t size = request.init;
+  for (std::int64_t trial = 0; trial < request.max_trials; ++trial) {
+    if (size > n) {
+      o.stop_reason = fmt::format("a batch of {} would exceed the training set ({} samples)", size, n);
+      break;
+    }
+    BatchTrial t;
+    t.batch_size = size;
+    {
+      // A fresh model and optimiser per trial, as the real run would have.
+      auto model = nn::make_model(config.model, nn::ModelShape{info.sample_shape, info.num_classes});
+      train::ClassificationTask task(std::move(model), nn::Loss(config.loss, info.num_classes));
+      train::TrainerOptions to = config.trainer;
+      to.max_steps = request.steps_per_trial;
+      to.max_epochs = -1;
+      to.max_time = 0;
+      to.limit_val_batches = 0;
+      to.num_sanity_val_steps = 0;
+      to.enable_checkpointing = false;
+      to.enable_progress_bar = false;
+      to.enable_model_summary = false;
+      to.accumulate_grad_batches = 1;
+      BatchSizeOverride trial_data(data, size);
+      try {
+        train::Trainer trainer(to, config.optim, train::SchedulerOptions{});  // a few steps: no schedule
+        trainer.fit(task, trial_data);
+        t.fits = true;
+      } catch (const std::exception& e) {
+        if (!is_out_of_memory(e)) throw;
+        t.why = "out of memory";
+      }
+    }
+    t.peak_rss_mb = peak_rss_mb();
+    if (t.fits && request.memory_limit_mb > 0 && t.peak_rss_mb > request.memory_limit_mb) {
+      t.fits = false;
+      t.why = fmt::format("peak resident memory {:.0f} MB above the limit of {:.0f} MB", t.peak_rss_mb,
+                          request.memory_limit_mb);
+    }
+    if (!request.quiet)
+      out << fmt::format("batch size {:>6}: {}\n", size,
+                         t.fits ? fmt::format("fits (peak resident memory {:.0f} MB)", t.peak_rss_mb) : t.why);
+    o.trials.push_back(t);
+    if (!t.fits) {
+      o.stop_reason = fmt::format("a batch of {} did not fit: {}", size, t.why);
+      break;
+    }
+    o.batch_size = size;
+    size *= 2;
+  }
+  if (o.stop_reason.empty()) o.stop_reason = fmt::format("{} trials", request.max_trials);
+  if (!request.apply.empty()) {
+    GB_CHECK(o.batch_size > 0, FailedPrecondition, "--apply: no batch size fitted (" << o.stop_reason << ")",
+             "raise --memory-limit-mb or lower --init");
+    config.data.loader.batch_size = o.batch_size;
+    write_file_atomic(request.apply, config.to_toml_text());
+  }
+  if (!request.quiet) {
+    out << fmt::format("largest batch size that fits: {} ({})\n", o.batch_size, o.stop_reason);
+    if (!request.apply.empty())
+      out << fmt::format("wrote {} with data.loader.batch_size = {}\n", request.apply.string(), o.batch_size);
   }
   return o;
 }

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "glassbox/train/lr_finder.h"
 
 namespace glassbox::app {
@@ -39,6 +41,38 @@ struct TuneLrOutcome {
 };
 
 TuneLrOutcome tune_lr(const TuneLrRequest& request, std::ostream& out);
+
+// glassbox tune batch-size: the largest training batch that fits (Lightning's BatchSizeFinder,
+// mode "power"): from `init` the batch size doubles after every trial of `steps_per_trial`
+// optimiser steps that fits, until one does not (CUDA out of memory on a GPU; on the CPU the
+// process's peak resident memory above `memory_limit_mb`), `max_trials` trials were run, or the
+// batch would exceed the training set; the answer is the last size that fitted.
+struct TuneBatchRequest {
+  std::filesystem::path config_file;
+  std::vector<std::string> overrides;
+  std::int64_t init = 2;
+  std::int64_t steps_per_trial = 3;
+  std::int64_t max_trials = 25;
+  double memory_limit_mb = 0;   // CPU: the limit on peak resident memory (0: none, only CUDA OOM stops)
+  std::filesystem::path apply;  // write a copy of the config with data.loader.batch_size
+  bool quiet = false;
+};
+
+struct BatchTrial {
+  std::int64_t batch_size = 0;
+  bool fits = false;
+  double peak_rss_mb = 0;
+  std::string why;  // when it did not fit
+};
+
+struct TuneBatchOutcome {
+  std::int64_t batch_size = 0;  // the largest that fitted (0: none did)
+  std::vector<BatchTrial> trials;
+  std::string stop_reason;
+  nlohmann::json to_json() const;
+};
+
+TuneBatchOutcome tune_batch_size(const TuneBatchRequest& request, std::ostream& out);
 
 // The plot as an RGB image (height * width * 3 bytes): smoothed loss against log10(lr), raw
 // losses as dots, the suggestions as vertical lines.

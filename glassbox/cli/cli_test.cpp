@@ -254,5 +254,31 @@ TEST(Tune, LrWritesItsFilesAndATunedCopyOfTheConfig) {
   EXPECT_NE(out3.find("min_lr < max_lr"), std::string::npos) << out3;
 }
 
+// glassbox tune batch-size: sizes double while they fit; the training set, the trial count and a
+// memory limit stop the search; --apply writes the size found.
+TEST(Tune, BatchSizeDoublesWhileItFits) {
+  const fs::path dir = testing::temp_dir("cli_tune_batch");
+  const std::string config = (testing::source_dir() / "configs" / "quickstart.toml").string();
+  const std::string small = " --set data.limit_train=1500 --set data.val_size=500";  // 1000 training samples
+  auto [rc, out] = testing::run_command(gb() + " tune batch-size " + config + small + " --json --apply " +
+                                        (dir / "bs.toml").string());
+  ASSERT_EQ(rc, 0) << out;
+  const nlohmann::json j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["batch_size"], 512);
+  ASSERT_EQ(j["trials"].size(), 9u);  // 2 .. 512; 1024 exceeds the training set
+  EXPECT_EQ(j["trials"][0]["batch_size"], 2);
+  EXPECT_NE(j["stop_reason"].get<std::string>().find("exceed the training set"), std::string::npos);
+  EXPECT_NE(read_file(dir / "bs.toml").find("batch_size = 512"), std::string::npos);
+  auto [rc2, out2] = testing::run_command(gb() + " tune batch-size " + config + small + " --max-trials 3 --json");
+  ASSERT_EQ(rc2, 0) << out2;
+  EXPECT_EQ(nlohmann::json::parse(out2)["batch_size"], 8);
+  // No process fits in 1 MB: nothing fits, and --apply has nothing to write.
+  auto [rc3, out3] = testing::run_command(gb() + " tune batch-size " + config + small +
+                                          " --memory-limit-mb 1 --apply " + (dir / "none.toml").string());
+  EXPECT_EQ(rc3, 2) << out3;
+  EXPECT_NE(out3.find("no batch size fitted"), std::string::npos) << out3;
+  EXPECT_FALSE(fs::exists(dir / "none.toml"));
+}
+
 }  // namespace
 }  // namespace glassbox

@@ -1,4 +1,4 @@
-// glassbox tune lr: flags -> app::tune_lr -> the suggestion (text or JSON).
+// glassbox tune lr | batch-size: flags -> app::tune_lr / tune_batch_size -> the result (text or JSON).
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -24,10 +24,21 @@ struct TuneLrArgs {
   bool json = false;
 };
 
+struct TuneBatchArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  std::int64_t init = 2;
+  std::int64_t steps = 3;
+  std::int64_t max_trials = 25;
+  double memory_limit_mb = 0;
+  std::string apply;
+  bool json = false;
+};
+
 }  // namespace
 
 void add_tune(CLI::App& app) {
-  CLI::App* tune = app.add_subcommand("tune", "Tune a config before training: the learning rate");
+  CLI::App* tune = app.add_subcommand("tune", "Tune a config before training: the learning rate, the batch size");
   tune->require_subcommand(1);
   auto a = std::make_shared<TuneLrArgs>();
   CLI::App* lr = tune->add_subcommand(
@@ -73,6 +84,42 @@ void add_tune(CLI::App& app) {
     r.quiet = a->json;
     const app::TuneLrOutcome o = app::tune_lr(r, std::cout);
     if (a->json) std::cout << o.result.to_json().dump(2) << "\n";
+  });
+
+  auto b = std::make_shared<TuneBatchArgs>();
+  CLI::App* bs = tune->add_subcommand(
+      "batch-size", "The largest training batch that fits (PyTorch Lightning's BatchSizeFinder, power scaling)");
+  bs->add_option("config", b->config, "TOML config file")->required();
+  bs->add_option("--set", b->sets, "override a config key (repeatable)");
+  bs->add_option("--init", b->init, "the first batch size tried")->check(CLI::PositiveNumber)->capture_default_str();
+  bs->add_option("--steps-per-trial", b->steps, "optimiser steps at each size")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bs->add_option("--max-trials", b->max_trials, "sizes tried at most (each double the last)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bs->add_option("--memory-limit-mb", b->memory_limit_mb,
+                 "on the CPU: a size fits while the process's peak resident memory stays below this (0: no limit; "
+                 "on a GPU, CUDA running out of memory is the limit)")
+      ->capture_default_str();
+  bs->add_option("--apply", b->apply, "write a copy of the config with data.loader.batch_size to this new file");
+  bs->add_flag("--json", b->json, "print the trials as JSON");
+  bs->footer(
+      "Examples:\n"
+      "  glassbox tune batch-size configs/defects.toml --set trainer.device=\"cuda\"\n"
+      "  glassbox tune batch-size configs/cnn.toml --memory-limit-mb 2048 --apply cnn-batch.toml");
+  bs->callback([b] {
+    app::TuneBatchRequest r;
+    r.config_file = b->config;
+    r.overrides = b->sets;
+    r.init = b->init;
+    r.steps_per_trial = b->steps;
+    r.max_trials = b->max_trials;
+    r.memory_limit_mb = b->memory_limit_mb;
+    r.apply = b->apply;
+    r.quiet = b->json;
+    const app::TuneBatchOutcome o = app::tune_batch_size(r, std::cout);
+    if (b->json) std::cout << o.to_json().dump(2) << "\n";
   });
 }
 

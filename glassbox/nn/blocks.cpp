@@ -59,6 +59,10 @@ at::Tensor SqueezeExcitationImpl::forward(const at::Tensor& x) {
   return s * x;
 }
 
+// GCC 12 at -O1 (the sanitizer build) sees bernoulli_'s default std::optional<Generator> as maybe
+// uninitialised: a false positive.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 at::Tensor stochastic_depth(const at::Tensor& x, double p, bool training) {
   if (!training || p == 0.0) return x;
   const double survival = 1.0 - p;
@@ -68,6 +72,7 @@ at::Tensor stochastic_depth(const at::Tensor& x, double p, bool training) {
   if (survival > 0.0) noise.div_(survival);
   return x * noise;
 }
+#pragma GCC diagnostic pop
 
 std::int64_t make_divisible(double v, std::int64_t divisor) {
   std::int64_t n =

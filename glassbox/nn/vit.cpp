@@ -119,7 +119,8 @@ at::Tensor EncoderBlockImpl::forward(const at::Tensor& x) {
 }
 
 EncoderImpl::EncoderImpl(const VitOptions& o, std::int64_t seq_length) : dropout_(o.dropout) {
-  pos_embedding = register_parameter("pos_embedding", torch::empty({1, seq_length, o.hidden_dim}).normal_(0.0, 0.02));
+  pos_embedding = register_parameter("pos_embedding", torch::empty({1, seq_length, o.hidden_dim}));
+  tnn::init::normal_(pos_embedding, 0.0, 0.02);
   tnn::Sequential layers;
   for (std::int64_t i = 0; i < o.num_layers; ++i)
     layers->push_back("encoder_layer_" + std::to_string(i), EncoderBlock(o));
@@ -151,7 +152,8 @@ VisionTransformerImpl::VisionTransformerImpl(const VitOptions& o, const ModelSha
     tnn::Conv2d proj(tnn::Conv2dOptions(c, o.hidden_dim, p).stride(p));
     const double fan_in = static_cast<double>(c * p * p);
     torch::NoGradGuard ng;
-    proj->weight.normal_(0.0, std::sqrt(1.0 / fan_in)).clamp_(-2.0, 2.0);  // trunc_normal_(std, a=-2, b=2)
+    tnn::init::normal_(proj->weight, 0.0, std::sqrt(1.0 / fan_in));
+    proj->weight.clamp_(-2.0, 2.0);  // trunc_normal_(std, a=-2, b=2)
     tnn::init::zeros_(proj->bias);
     conv_proj_ = tnn::AnyModule(register_module("conv_proj", proj));
   } else {
@@ -166,7 +168,7 @@ VisionTransformerImpl::VisionTransformerImpl(const VitOptions& o, const ModelSha
     tnn::Conv2d last(tnn::Conv2dOptions(prev, o.hidden_dim, 1));
     {
       torch::NoGradGuard ng;
-      last->weight.normal_(0.0, std::sqrt(2.0 / static_cast<double>(o.hidden_dim)));
+      tnn::init::normal_(last->weight, 0.0, std::sqrt(2.0 / static_cast<double>(o.hidden_dim)));
       tnn::init::zeros_(last->bias);
     }
     stem->push_back("conv_last", last);
