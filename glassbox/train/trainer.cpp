@@ -88,10 +88,13 @@ double Trainer::samples_per_second() const {
 bool Trainer::time_exceeded() const { return options_.max_time > 0 && train_seconds() >= options_.max_time; }
 
 data::Batch Trainer::to_device(data::Batch batch) const {
-  if (device_.is_cpu()) return batch;
-  const bool nb = batch.inputs.is_pinned();
-  batch.inputs = batch.inputs.to(device_, /*non_blocking=*/nb);
-  batch.targets = batch.targets.to(device_, /*non_blocking=*/nb);
+  if (!device_.is_cpu()) {
+    const bool nb = batch.inputs.is_pinned();
+    batch.inputs = batch.inputs.to(device_, /*non_blocking=*/nb);
+    batch.targets = batch.targets.to(device_, /*non_blocking=*/nb);
+  }
+  if (options_.channels_last && batch.inputs.dim() == 4)
+    batch.inputs = batch.inputs.contiguous(at::MemoryFormat::ChannelsLast);
   return batch;
 }
 
@@ -104,6 +107,13 @@ void Trainer::setup(TaskModule& task, DataModule& data) {
   precision_ = std::make_unique<Precision>(options_.precision, device_);
   data.setup();
   task.module().to(device_);
+  if (options_.channels_last) {
+    // NHWC weights and activations (torch.channels_last): what cuDNN's and oneDNN's fastest
+    // convolutions (and tensor cores under bf16) want.
+    torch::NoGradGuard ng;
+    for (auto& p : task.module().parameters(true))
+      if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
+  }
   // Freezing: name patterns, a share of the parameters from the input side, the first blocks.
   freeze_ = apply_freeze(task.module(), options_, task.blocks());
   trainable_.clear();

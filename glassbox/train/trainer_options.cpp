@@ -35,6 +35,9 @@ void TrainerOptions::visit(FieldVisitor& v) {
   v.field("freeze_blocks", freeze_blocks,
           "freeze the model's first N blocks: its stages that own parameters, in forward order (a ResNet's conv1, "
           "bn1, layer1.0, ...; a MobileNet's features.0, features.1, ...); 0: off");
+  v.field("channels_last", channels_last,
+          "convolution weights and image batches in channels-last (NHWC) memory order, as torch.channels_last: "
+          "faster convolutions on GPUs (tensor cores) and with oneDNN; the numbers are the same up to rounding");
   v.field("frozen_bn_eval", frozen_bn_eval,
           "keep BatchNorm layers whose parameters are all frozen in eval mode (their running statistics fixed)");
   v.field("device", device, "cpu, cuda, cuda:N or auto");

@@ -386,6 +386,36 @@ TEST(Trainer, ValidationMetricsCanBeMonitored) {
   EXPECT_NE(rows.find("\"val_macro_f1\""), std::string::npos);
 }
 
+// trainer.channels_last: NHWC weights and batches, the same training up to rounding.
+TEST(Trainer, ChannelsLastTrainsTheSameUpToRounding) {
+  ToyData data;
+  auto run = [&](bool channels_last) {
+    torch::manual_seed(8);
+    nn::ModelOptions m;
+    m.name = "cnn";
+    m.cnn.channels = {8, 16};
+    m.cnn.dropout = 0;
+    auto task = std::make_unique<ClassificationTask>(nn::make_model(m, nn::ModelShape{{1, 4, 4}, 4}),
+                                                     nn::Loss(nn::LossOptions{}, 4));
+    TrainerOptions t = quiet(1);
+    t.max_steps = 5;
+    t.channels_last = channels_last;
+    OptimizerOptions sgd;  // plain SGD: Adam's normalisation would magnify rounding in tiny gradients
+    sgd.name = OptimizerKind::kSgd;
+    sgd.lr = 0.05;
+    Trainer trainer(t, sgd, SchedulerOptions{});
+    trainer.fit(*task, data);
+    return task;
+  };
+  auto plain = run(false);
+  auto nhwc = run(true);
+  const at::Tensor w = nhwc->module().named_parameters()["features.conv0_1.weight"];  // [8, 8, 3, 3]
+  EXPECT_TRUE(w.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_FALSE(w.is_contiguous());
+  for (const auto& p : plain->module().named_parameters())
+    EXPECT_LT((p.value() - nhwc->module().named_parameters()[p.key()]).abs().max().item<double>(), 1e-5) << p.key();
+}
+
 TEST(Checkpoint, AnotherArchitectureNamesTensors) {
   const fs::path dir = testing::temp_dir("arch");
   ToyData data;
