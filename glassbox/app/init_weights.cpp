@@ -8,6 +8,12 @@ namespace glassbox::app {
 
 namespace fs = std::filesystem;
 
+void apply_gradient_checkpointing(nn::Model& model, bool on) {
+  GB_CHECK(model.set_gradient_checkpointing(on), InvalidArgument,
+           "trainer.gradient_checkpointing: model " << model.name() << " has no blocks to checkpoint",
+           "use a zoo model with blocks (resnet*, mobilenet_v3_*, efficientnet_*, vit_*) or set it to false");
+}
+
 nn::InitReport load_initial_weights(torch::nn::Module& module, const fs::path& from, bool strict) {
   GB_CHECK(fs::exists(from), NotFound, "model.init_from: no checkpoint or safetensors file at " << from.string(),
            "pass a checkpoint directory (runs/NAME/checkpoints/last.ckpt) or a .safetensors file");

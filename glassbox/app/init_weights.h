@@ -11,9 +11,13 @@
 
 #include <torch/nn/module.h>
 
+#include "glassbox/nn/model.h"
 #include "glassbox/nn/pretrained.h"
 
 namespace glassbox::app {
+
+// trainer.gradient_checkpointing on the model: InvalidArgument for a model without blocks.
+void apply_gradient_checkpointing(nn::Model& model, bool on);
 
 nn::InitReport load_initial_weights(torch::nn::Module& module, const std::filesystem::path& from, bool strict);
 

@@ -265,6 +265,7 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   const train::DataInfo info = data.info();
   auto model = nn::make_model(config.model, nn::ModelShape{info.sample_shape, info.num_classes});
   nn::Model* model_ptr = model.get();
+  if (config.trainer.gradient_checkpointing) apply_gradient_checkpointing(*model, true);
   std::optional<nn::InitReport> init;
   if (!resuming && !config.model.init_from.empty())
     init = load_initial_weights(*model->module(), config.model.init_from, config.model.init_strict);

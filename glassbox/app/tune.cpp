@@ -103,6 +103,7 @@ TuneLrOutcome tune_lr(const TuneLrRequest& request, std::ostream& out) {
   auto model = nn::make_model(config.model, nn::ModelShape{info.sample_shape, info.num_classes});
   if (!config.model.init_from.empty())
     load_initial_weights(*model->module(), config.model.init_from, config.model.init_strict);
+  if (config.trainer.gradient_checkpointing) apply_gradient_checkpointing(*model, true);
   train::ClassificationTask task(std::move(model), nn::Loss(config.loss, info.num_classes));
 
   TuneLrOutcome o;
@@ -238,6 +239,7 @@ TuneBatchOutcome tune_batch_size(const TuneBatchRequest& request, std::ostream& 
     {
       // A fresh model and optimiser per trial, as the real run would have.
       auto model = nn::make_model(config.model, nn::ModelShape{info.sample_shape, info.num_classes});
+      if (config.trainer.gradient_checkpointing) apply_gradient_checkpointing(*model, true);
       train::ClassificationTask task(std::move(model), nn::Loss(config.loss, info.num_classes));
       train::TrainerOptions to = config.trainer;
       to.max_steps = request.steps_per_trial;

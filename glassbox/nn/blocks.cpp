@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
+#include "glassbox/nn/checkpointing.h"
 
 namespace glassbox::nn {
 
@@ -79,6 +80,22 @@ std::int64_t make_divisible(double v, std::int64_t divisor) {
       std::max(divisor, static_cast<std::int64_t>(v + static_cast<double>(divisor) / 2.0) / divisor * divisor);
   if (static_cast<double>(n) < 0.9 * v) n += divisor;
   return n;
+}
+
+at::Tensor forward_blocks(tnn::SequentialImpl& seq, const at::Tensor& x, bool checkpointing, bool descend) {
+  if (!checkpointing) return seq.forward(x);
+  at::Tensor y = x;
+  for (auto it = seq.begin(); it != seq.end(); ++it) {
+    tnn::AnyModule m = *it;
+    auto inner = std::dynamic_pointer_cast<SeqImpl>(m.ptr());
+    if (descend && inner) {
+      y = forward_blocks(*inner, y, true, false);
+    } else {
+      y = checkpoint(
+          *m.ptr(), [m](const at::Tensor& t) mutable { return m.forward(t); }, y);
+    }
+  }
+  return y;
 }
 
 std::vector<Stage> sequential_stages(const std::string& prefix, const tnn::Sequential& seq) {

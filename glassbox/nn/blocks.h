@@ -95,6 +95,12 @@ at::Tensor stochastic_depth(const at::Tensor& x, double p, bool training);
 // Channels rounded to a multiple of `divisor`, never more than 10 % below v (torchvision's _make_divisible).
 std::int64_t make_divisible(double v, std::int64_t divisor = 8);
 
+// A Sequential's forward, each child under gradient checkpointing when `checkpointing` (see
+// checkpointing.h); with `descend`, a child that is itself a Seq is entered and its children
+// checkpointed one by one (EfficientNet's stages of blocks).
+at::Tensor forward_blocks(torch::nn::SequentialImpl& seq, const at::Tensor& x, bool checkpointing,
+                          bool descend = false);
+
 // One spatial stage per child of a Sequential, named "<prefix>.<child>".
 std::vector<Stage> sequential_stages(const std::string& prefix, const torch::nn::Sequential& seq);
 

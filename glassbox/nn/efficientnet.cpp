@@ -116,7 +116,7 @@ EfficientNetImpl::EfficientNetImpl(int variant, const EfficientNetOptions& optio
 }
 
 at::Tensor EfficientNetImpl::forward(const at::Tensor& x) {
-  at::Tensor y = features_->forward(x);
+  at::Tensor y = forward_blocks(*features_, x, checkpointing_, /*descend=*/true);
   y = torch::adaptive_avg_pool2d(y, {1, 1}).flatten(1);
   return classifier_->forward(y);
 }

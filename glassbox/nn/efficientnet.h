@@ -56,8 +56,11 @@ class EfficientNetImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x);
   // features.0, features.S.B for every block, features.8, avgpool (with the flatten), classifier.
   std::vector<Stage> stages();
+  // Gradient checkpointing of every block of features (checkpointing.h).
+  void set_checkpointing(bool on) { checkpointing_ = on; }
 
  private:
+  bool checkpointing_ = false;
   torch::nn::Sequential features_{nullptr}, classifier_{nullptr};
 };
 TORCH_MODULE(EfficientNet);

@@ -109,7 +109,7 @@ MobileNetV3Impl::MobileNetV3Impl(MobileNetV3Size size, const MobileNetV3Options&
 }
 
 at::Tensor MobileNetV3Impl::forward(const at::Tensor& x) {
-  at::Tensor y = features_->forward(x);
+  at::Tensor y = forward_blocks(*features_, x, checkpointing_, /*descend=*/true);
   y = torch::adaptive_avg_pool2d(y, {1, 1}).flatten(1);
   return classifier_->forward(y);
 }

@@ -56,8 +56,11 @@ class MobileNetV3Impl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x);
   // features.0 ... features.N, avgpool (with the flatten), classifier.
   std::vector<Stage> stages();
+  // Gradient checkpointing of every block of features (checkpointing.h).
+  void set_checkpointing(bool on) { checkpointing_ = on; }
 
  private:
+  bool checkpointing_ = false;
   torch::nn::Sequential features_{nullptr}, classifier_{nullptr};
 };
 TORCH_MODULE(MobileNetV3);

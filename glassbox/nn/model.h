@@ -61,6 +61,9 @@ class Model {
   // The forward as a chain of stages; empty when the model does not say (then only methods that
   // need the input's gradient alone, such as saliency, apply).
   virtual std::vector<Stage> stages() { return {}; }
+  // Gradient checkpointing of the model's blocks (nn/checkpointing.h); false when the model has
+  // none to checkpoint.
+  virtual bool set_gradient_checkpointing(bool on) { return !on; }
 };
 
 // Wraps a TORCH_MODULE holder (e.g. Mlp) whose forward takes one tensor.
@@ -76,6 +79,14 @@ class ModuleModel final : public Model {
       return holder_->stages();
     } else {
       return {};
+    }
+  }
+  bool set_gradient_checkpointing(bool on) override {
+    if constexpr (requires { holder_->set_checkpointing(on); }) {
+      holder_->set_checkpointing(on);
+      return true;
+    } else {
+      return !on;
     }
   }
   Holder& holder() { return holder_; }

@@ -126,7 +126,7 @@ ResNetImpl::ResNetImpl(int depth, const ResNetOptions& options, const ModelShape
 at::Tensor ResNetImpl::forward(const at::Tensor& x) {
   at::Tensor y = torch::relu(bn1_->forward(conv1_->forward(x)));
   if (imagenet_stem_) y = torch::max_pool2d(y, 3, 2, 1);
-  y = layer4_->forward(layer3_->forward(layer2_->forward(layer1_->forward(y))));
+  for (auto* layer : {&layer1_, &layer2_, &layer3_, &layer4_}) y = forward_blocks(**layer, y, checkpointing_);
   y = torch::adaptive_avg_pool2d(y, {1, 1}).flatten(1);
   if (dropout_ > 0) y = torch::dropout(y, dropout_, is_training());
   return fc_->forward(y);

@@ -74,8 +74,11 @@ class ResNetImpl : public torch::nn::Module {
   // torchvision's 7x7/2 stem with a 3x3/2 max-pool after it (else the small 3x3/1 stem).
   bool imagenet_stem() const { return imagenet_stem_; }
   double dropout() const { return dropout_; }
+  // Gradient checkpointing of every residual block (checkpointing.h).
+  void set_checkpointing(bool on) { checkpointing_ = on; }
 
  private:
+  bool checkpointing_ = false;
   bool imagenet_stem_;
   double dropout_;
   torch::nn::Conv2d conv1_{nullptr};

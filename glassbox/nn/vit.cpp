@@ -130,7 +130,7 @@ EncoderImpl::EncoderImpl(const VitOptions& o, std::int64_t seq_length) : dropout
 
 at::Tensor EncoderImpl::forward(const at::Tensor& x) {
   at::Tensor y = torch::dropout(x + pos_embedding, dropout_, is_training());
-  return ln_->forward(layers_->forward(y));
+  return ln_->forward(forward_blocks(*layers_, y, checkpointing_));
 }
 
 VisionTransformerImpl::VisionTransformerImpl(const VitOptions& o, const ModelShape& shape) {

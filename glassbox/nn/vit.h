@@ -83,8 +83,10 @@ class EncoderImpl : public torch::nn::Module {
   torch::nn::Sequential& layers() { return layers_; }
   torch::nn::LayerNorm& ln() { return ln_; }
   double dropout() const { return dropout_; }
+  void set_checkpointing(bool on) { checkpointing_ = on; }
 
  private:
+  bool checkpointing_ = false;
   torch::nn::Sequential layers_{nullptr};
   torch::nn::LayerNorm ln_{nullptr};
   double dropout_;
@@ -102,6 +104,8 @@ class VisionTransformerImpl : public torch::nn::Module {
   at::Tensor tokens(const at::Tensor& map) const;
   at::Tensor class_token;
   std::int64_t hidden_dim() const { return hidden_; }
+  // Gradient checkpointing of every encoder layer (checkpointing.h).
+  void set_checkpointing(bool on) { encoder_->set_checkpointing(on); }
 
  private:
   std::int64_t hidden_, height_, width_;

@@ -163,6 +163,38 @@ TEST(Pretrained, HeadOfAnotherSizeIsReinitialisedAndMisfitsAreNamed) {
   EXPECT_THROW(load_pretrained(*dst->module(), TensorMap{{"x.weight", torch::zeros({1})}}, {.strict = false}), Error);
 }
 
+// Gradient checkpointing recomputes each block in backward: the same loss, gradients and
+// BatchNorm statistics as without it, dropout and stochastic depth included.
+TEST(Checkpointing, GivesTheSameGradientsAndStatistics) {
+  for (const std::string name : {"resnet18", "mobilenet_v3_small", "efficientnet_b0", "vit_small"}) {
+    SCOPED_TRACE(name);
+    ModelOptions o;
+    o.name = name;
+    auto run = [&](bool on) {
+      torch::manual_seed(21);
+      auto m = make_model(o, ModelShape{{3, 32, 32}, 5});
+      EXPECT_TRUE(m->set_gradient_checkpointing(on));
+      m->module()->train();
+      torch::manual_seed(22);
+      const at::Tensor x = torch::randn({4, 3, 32, 32});
+      const at::Tensor loss = m->forward(x).pow(2).mean();
+      loss.backward();
+      std::map<std::string, at::Tensor> out;
+      out["loss"] = loss.detach();
+      for (const auto& p : m->module()->named_parameters()) out["grad." + p.key()] = p.value().grad().clone();
+      for (const auto& b : m->module()->named_buffers()) out[b.key()] = b.value().clone();
+      out["next_random"] = torch::rand({1});  // the generator continues where it would have
+      return out;
+    };
+    const auto plain = run(false);
+    const auto ckpt = run(true);
+    ASSERT_EQ(plain.size(), ckpt.size());
+    for (const auto& [k, v] : plain) EXPECT_TRUE(torch::allclose(v, ckpt.at(k), 1e-5, 1e-6)) << k;
+  }
+  ModelOptions mlp;
+  EXPECT_FALSE(make_model(mlp, ModelShape{{8}, 3})->set_gradient_checkpointing(true));  // no blocks
+}
+
 TEST(Pretrained, HeadIsTheLastLinearLayer) {
   for (const auto& [name, head] : std::vector<std::pair<std::string, std::string>>{{"resnet18", "fc"},
                                                                                    {"efficientnet_b0", "classifier.1"},

@@ -38,6 +38,9 @@ void TrainerOptions::visit(FieldVisitor& v) {
   v.field("channels_last", channels_last,
           "convolution weights and image batches in channels-last (NHWC) memory order, as torch.channels_last: "
           "faster convolutions on GPUs (tensor cores) and with oneDNN; the numbers are the same up to rounding");
+  v.field("gradient_checkpointing", gradient_checkpointing,
+          "keep only each block's input for the backward pass and run the block again there (zoo models with "
+          "blocks): less memory, one more forward per step");
   v.field("frozen_bn_eval", frozen_bn_eval,
           "keep BatchNorm layers whose parameters are all frozen in eval mode (their running statistics fixed)");
   v.field("device", device, "cpu, cuda, cuda:N or auto");

@@ -54,13 +54,14 @@ struct TrainerOptions {
   bool deterministic = false;
   std::int64_t seed = 42;
   std::int64_t log_every_n_steps = 50;
-  std::vector<std::string> freeze;  // parameter-name patterns (glob: "features.*") to freeze
-  double freeze_fraction = 0.0;     // freeze whole layers from the input side until this share of parameters
-  std::int64_t freeze_blocks = 0;   // freeze the model's first N blocks (its stages with parameters)
-  bool frozen_bn_eval = true;       // BatchNorm layers whose parameters are all frozen stay in eval mode
-  bool channels_last = false;       // 4-d weights and image batches in NHWC memory order
-  std::string device = "auto";      // cpu | cuda | cuda:N | auto
-  std::int64_t num_threads = 0;     // intra-op threads; 0: LibTorch's default
+  std::vector<std::string> freeze;      // parameter-name patterns (glob: "features.*") to freeze
+  double freeze_fraction = 0.0;         // freeze whole layers from the input side until this share of parameters
+  std::int64_t freeze_blocks = 0;       // freeze the model's first N blocks (its stages with parameters)
+  bool frozen_bn_eval = true;           // BatchNorm layers whose parameters are all frozen stay in eval mode
+  bool channels_last = false;           // 4-d weights and image batches in NHWC memory order
+  bool gradient_checkpointing = false;  // recompute each block in backward instead of keeping activations
+  std::string device = "auto";          // cpu | cuda | cuda:N | auto
+  std::int64_t num_threads = 0;         // intra-op threads; 0: LibTorch's default
   bool enable_progress_bar = true;
   bool enable_model_summary = true;
   bool enable_checkpointing = true;
