@@ -71,7 +71,7 @@ class CheckpointBackward final : public torch::autograd::Node {
     }
     set_cpu_rng_state(now_cpu);
     set_cuda_rng_states(now_cuda);
-    torch::autograd::backward({y}, {grads[0]});
+    if (y.requires_grad()) torch::autograd::backward({y}, {grads[0]});
     return {x_requires_grad_ ? input.grad() : at::Tensor(), at::Tensor()};
   }
 
@@ -91,6 +91,10 @@ class CheckpointBackward final : public torch::autograd::Node {
 at::Tensor checkpoint(torch::nn::Module& block, const std::function<at::Tensor(const at::Tensor&)>& forward,
                       const at::Tensor& x) {
   if (!block.is_training() || !torch::GradMode::is_enabled()) return forward(x);
+  // A frozen block on frozen input has nothing to back-propagate: no activations are kept anyway.
+  bool trainable = x.requires_grad();
+  for (const auto& p : block.parameters(true)) trainable = trainable || p.requires_grad();
+  if (!trainable) return forward(x);
   // The anchor requires grad so that backward reaches the block even when x does not (the
   // first block's input): the block's parameters need it.
   static thread_local at::Tensor anchor = torch::zeros({}, torch::requires_grad());

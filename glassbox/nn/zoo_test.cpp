@@ -191,6 +191,17 @@ TEST(Checkpointing, GivesTheSameGradientsAndStatistics) {
     ASSERT_EQ(plain.size(), ckpt.size());
     for (const auto& [k, v] : plain) EXPECT_TRUE(torch::allclose(v, ckpt.at(k), 1e-5, 1e-6)) << k;
   }
+  // Frozen first blocks (no gradient flows into or through them) train as without checkpointing.
+  ModelOptions o;
+  o.name = "mobilenet_v3_small";
+  auto m = make_model(o, ModelShape{{3, 32, 32}, 5});
+  ASSERT_TRUE(m->set_gradient_checkpointing(true));
+  for (auto& p : m->module()->named_parameters())
+    if (p.key().rfind("features.0.", 0) == 0 || p.key().rfind("features.1.", 0) == 0)
+      p.value().set_requires_grad(false);
+  m->forward(torch::randn({2, 3, 32, 32})).sum().backward();
+  EXPECT_TRUE(m->module()->named_parameters()["features.2.block.0.0.weight"].grad().defined());
+  EXPECT_FALSE(m->module()->named_parameters()["features.1.block.0.0.weight"].grad().defined());
   ModelOptions mlp;
   EXPECT_FALSE(make_model(mlp, ModelShape{{8}, 3})->set_gradient_checkpointing(true));  // no blocks
 }
