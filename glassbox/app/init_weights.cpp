@@ -1,3 +1,5 @@
+// Tested by nn_test (Pretrained.*, ZooReference.*: the loader) and cli_test
+// (Export.ZooFromTorchvisionWeightsEqualsTorchvision: init_from through a config).
 #include "glassbox/app/init_weights.h"
 
 #include "glassbox/base/error.h"

@@ -1,4 +1,4 @@
-// Tested by app_test (TuneWorkflow.*) and cli_test (Tune.*).
+// Tested by cli_test (Tune.*) and, for the range test itself, train_test (LrFinder.*).
 #include "glassbox/app/tune.h"
 
 #include <sys/resource.h>

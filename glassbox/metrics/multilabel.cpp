@@ -1,3 +1,4 @@
+// Tested by metrics_test (TaskMetricsReference.MultiLabelEqualsScikitLearnOnFiveSets).
 #include "glassbox/metrics/multilabel.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// Tested by metrics_test (TaskMetricsReference.RegressionEqualsScikitLearnOnFiveSets).
 #include "glassbox/metrics/regression.h"
 
 #include <algorithm>

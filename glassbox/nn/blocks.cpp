@@ -1,3 +1,5 @@
+// Tested by nn_test (zoo_test.cpp: ZooReference.*, Checkpointing.*; nn_test.cpp: Stages.*) and
+// train_test (Freeze.FirstBlocksFollowTheModelsStages: parameter_blocks).
 #include "glassbox/nn/blocks.h"
 
 #include <torch/torch.h>

@@ -1,3 +1,4 @@
+// Tested by nn_test (Checkpointing.GivesTheSameGradientsAndStatistics).
 #include "glassbox/nn/checkpointing.h"
 
 #include <torch/csrc/autograd/function.h>

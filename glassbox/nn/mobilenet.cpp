@@ -1,3 +1,4 @@
+// Tested by nn_test (ZooReference.*: against torchvision; Stages.*; Checkpointing.*).
 #include "glassbox/nn/mobilenet.h"
 
 #include <torch/torch.h>

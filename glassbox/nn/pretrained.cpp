@@ -1,3 +1,4 @@
+// Tested by nn_test (Pretrained.*; ZooReference.*: torchvision and timm names).
 #include "glassbox/nn/pretrained.h"
 
 #include <map>

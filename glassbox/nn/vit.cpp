@@ -1,3 +1,4 @@
+// Tested by nn_test (ZooReference.*: against torchvision and timm; Stages.*; Checkpointing.*).
 #include "glassbox/nn/vit.h"
 
 #include <cmath>
