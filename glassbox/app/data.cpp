@@ -38,6 +38,12 @@ std::string folder_name(std::string name) {
 
 }  // namespace
 
+void require_class_labels(const data::DataOptions& d, const std::string& command) {
+  GB_CHECK(d.task == TaskKind::kClassification, InvalidArgument,
+           command << " lays the data out by class, but data.task = \"" << name_of(d.task) << "\" has no classes",
+           "use it on classification data; the targets of this data set are in its own files already");
+}
+
 WriteImagesOutcome write_images(const WriteImagesRequest& r) {
   GB_CHECK(r.image_format == "png" || r.image_format == "jpg", InvalidArgument,
            "--format must be png or jpg, got " << r.image_format, "use png (lossless) or jpg");
@@ -47,6 +53,7 @@ WriteImagesOutcome write_images(const WriteImagesRequest& r) {
            "choose a new folder; glassbox does not write into an existing one");
   train::RunConfig cfg = train::load_run_config(r.config, r.overrides);
   data::DataOptions d = cfg.data.source;
+  require_class_labels(d, "glassbox data write-images");
   d.normalize = false;  // the images as stored
   if (!r.keep_val) d.val_size = 0;
   const data::Splits s = data::load_splits(d);
@@ -370,6 +377,7 @@ PreviewOutcome preview_augmentation(const PreviewRequest& r) {
 nlohmann::json inspect_data(const InspectRequest& r) {
   train::RunConfig cfg = train::load_run_config(r.config, r.overrides);
   data::DataOptions d = cfg.data.source;
+  require_class_labels(d, "glassbox data inspect");
   d.normalize = false;
   d.check_images = false;  // every file is decoded below, and the bad ones reported
   const data::Splits s = data::load_splits(d);

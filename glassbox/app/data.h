@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "glassbox/data/source.h"
+
 namespace glassbox::app {
 
 struct WriteImagesRequest {
@@ -134,5 +136,9 @@ struct InspectRequest {
 nlohmann::json inspect_data(const InspectRequest& request);
 // The report as text, a few lines per topic.
 std::string format_inspection(const nlohmann::json& report);
+
+// InvalidArgument naming `command` when the data's task has no class labels (write-images, pack
+// and inspect lay data out or count it by class).
+void require_class_labels(const data::DataOptions& d, const std::string& command);
 
 }  // namespace glassbox::app

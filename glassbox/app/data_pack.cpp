@@ -82,6 +82,7 @@ PackOutcome pack_shards(const PackRequest& r) {
   // With on_bad_image = "skip" the loader decodes every image and leaves the bad ones out;
   // otherwise every image is decoded below, before anything is written.
   const bool skip_bad = d.on_bad_image == data::OnBadImage::kSkip;
+  require_class_labels(d, "glassbox data pack");
   const data::Splits s = data::load_splits(d);
 
   const bool per_split = r.out.find("{split}") != std::string::npos;

@@ -18,6 +18,8 @@
 #include "glassbox/metrics/calibration.h"
 #include "glassbox/metrics/classification.h"
 #include "glassbox/metrics/fairness.h"
+#include "glassbox/metrics/multilabel.h"
+#include "glassbox/metrics/regression.h"
 
 namespace glassbox::app {
 
@@ -160,6 +162,97 @@ std::int64_t parse_class(const std::string& s, const std::vector<std::string>& n
   return v;
 }
 
+// Regression and multi-label models: scikit-learn's metrics of their outputs against the
+// split's targets, per target / label and averaged; predictions.csv holds both side by side.
+nlohmann::json evaluate_values(const EvalOptions& o, LoadedModel& m, const data::Dataset& ds) {
+  GB_CHECK(o.groups_file.empty() && o.group_column.empty(), InvalidArgument,
+           "the fairness audit compares class decisions; " << m.source() << " is a " << name_of(m.task) << " model",
+           "drop --groups / --group-column");
+  const at::Tensor outputs = predict_outputs(m, ds, o.batch_size).contiguous();
+  at::Tensor targets = ds.all_targets();
+  if (!targets.defined()) targets = ds.get_batch(torch::arange(ds.size(), torch::kLong)).targets;
+  targets = targets.to(torch::kCPU, torch::kDouble).reshape(outputs.sizes()).contiguous();
+  const at::Tensor index = data::root_indices(ds, torch::arange(ds.size(), torch::kLong)).to(torch::kLong).contiguous();
+  const std::int64_t n = outputs.size(0), k = outputs.size(1);
+  std::vector<std::string> names = m.info.class_names;
+  for (std::int64_t c = static_cast<std::int64_t>(names.size()); c < k; ++c) names.push_back(std::to_string(c));
+  const std::vector<double> pred(outputs.const_data_ptr<double>(), outputs.const_data_ptr<double>() + outputs.numel());
+  const std::vector<double> truth(targets.const_data_ptr<double>(), targets.const_data_ptr<double>() + targets.numel());
+  nlohmann::json j;
+  if (m.task == TaskKind::kRegression) {
+    j = metrics::regression_report(truth, pred, n, k).to_json();
+    for (std::size_t c = 0; c < j["per_output"].size(); ++c) j["per_output"][c]["name"] = names[c];
+  } else {
+    std::vector<unsigned char> bits(truth.size());
+    for (std::size_t i = 0; i < truth.size(); ++i) bits[i] = truth[i] >= 0.5 ? 1 : 0;
+    j = metrics::multilabel_report(bits, pred, n, k).to_json(names);
+  }
+  j["task"] = name_of(m.task);
+  j["split"] = o.split;
+  j["names"] = names;
+  if (m.model_file.empty()) {
+    j["checkpoint"] = o.checkpoint.string();
+    j["global_step"] = m.global_step;
+  } else {
+    j["model_file"] = m.model_file.string();
+    j["contract"] = m.contract_source;
+  }
+  j["model"] = m.config.model.name;
+  if (o.write) {
+    const fs::path dir = o.out_dir.empty() ? m.run_dir / "eval" : o.out_dir;
+    fs::create_directories(dir);
+    // index, then each target's true value and prediction (multilabel: 0/1 and the probability).
+    const char* what = m.task == TaskKind::kRegression ? "pred_" : "p_";
+    std::string csv = "index";
+    for (std::int64_t c = 0; c < k; ++c) csv += ",y_" + std::to_string(c) + "," + what + std::to_string(c);
+    csv += "\n";
+    const std::int64_t* row = index.const_data_ptr<std::int64_t>();
+    for (std::int64_t i = 0; i < n; ++i) {
+      csv += std::to_string(row[i]);
+      for (std::int64_t c = 0; c < k; ++c) csv += fmt::format(",{},{}", truth[i * k + c], pred[i * k + c]);
+      csv += "\n";
+    }
+    write_file_atomic(dir / "predictions.csv", csv);
+    data::write_npy(dir / "predictions.npy", torch::cat({index.to(torch::kDouble).unsqueeze(1), targets, outputs}, 1));
+    write_file_atomic(dir / "metrics.json", j.dump(2) + "\n");
+    j["out_dir"] = dir.string();
+  }
+  return j;
+}
+
+std::string format_values_summary(const nlohmann::json& j) {
+  const auto num = [](const nlohmann::json& v) {
+    return v.is_number() ? fmt::format("{:.4f}", v.get<double>()) : std::string("     -");
+  };
+  std::string s =
+      fmt::format("{} split: {} samples, {} {} ({} {})\n", j.value("split", "?"), j.value("num_samples", 0),
+                  j["names"].size(), j.value("task", "") == "regression" ? "targets" : "labels",
+                  j.contains("model_file") ? "model" : "checkpoint", j.value("model_file", j.value("checkpoint", "?")));
+  if (j.value("task", "") == "regression") {
+    s += fmt::format("MAE {:.6g}   RMSE {:.6g}   R² {:.4f}   explained variance {:.4f}   max error {:.6g}\n",
+                     j.value("mae", 0.0), j.value("rmse", 0.0), j.value("r2", 0.0), j.value("explained_variance", 0.0),
+                     j.value("max_error", 0.0));
+    s += fmt::format("\n{:<20} {:>12} {:>12} {:>9} {:>12}\n", "target", "MAE", "RMSE", "R²", "median AE");
+    for (const auto& r : j["per_output"])
+      s += fmt::format("{:<20} {:>12.6g} {:>12.6g} {:>9} {:>12.6g}\n", r.value("name", "").substr(0, 20),
+                       r.value("mae", 0.0), r.value("rmse", 0.0), num(r["r2"]), r.value("median_absolute_error", 0.0));
+    return s;
+  }
+  s += fmt::format("subset accuracy {:.4f}   Hamming loss {:.4f}   micro F1 {}   macro F1 {}   samples F1 {}\n",
+                   j.value("subset_accuracy", 0.0), j.value("hamming_loss", 0.0), num(j["micro"]["f1"]),
+                   num(j["macro"]["f1"]), num(j["samples"]["f1"]));
+  s += fmt::format("\n{:<20} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9}\n", "label", "precision", "recall", "f1", "support",
+                   "AP", "ROC AUC");
+  for (const auto& r : j["per_label"])
+    s += fmt::format("{:<20} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9}\n", r.value("label", "").substr(0, 20),
+                     num(r["precision"]), num(r["recall"]), num(r["f1"]), r.value("support", 0),
+                     num(r["average_precision"]), num(r["roc_auc"]));
+  s += fmt::format("\nmacro AP {}   micro AP {}   macro ROC AUC {}   (threshold {:g})\n",
+                   num(j["average_precision"]["macro"]), num(j["average_precision"]["micro"]),
+                   num(j["roc_auc"]["macro"]), j.value("threshold", 0.5));
+  return s;
+}
+
 }  // namespace
 
 nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
@@ -170,6 +263,7 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
   LoadedModel m = o.script.model.empty() ? load_checkpoint_for_inference(o.checkpoint, o.device, o.data_overrides)
                                          : load_script_for_inference(o.script, o.device);
   const auto ds = split_dataset(m, o.split);
+  if (m.task != TaskKind::kClassification) return evaluate_values(o, m, *ds);
   const at::Tensor probs = predict_probabilities(m, *ds, o.batch_size);
   at::Tensor labels = ds->all_targets();
   if (!labels.defined()) labels = ds->get_batch(torch::arange(ds->size(), torch::kLong)).targets;
@@ -270,6 +364,7 @@ nlohmann::json evaluate_checkpoint(const EvalOptions& o) {
 }
 
 std::string format_eval_summary(const nlohmann::json& j) {
+  if (j.contains("task")) return format_values_summary(j);
   std::string s;
   s += fmt::format("{} split: {} samples, {} classes ({} {})\n", j.value("split", "?"), j.value("num_samples", 0),
                    j.value("num_classes", 0), j.contains("model_file") ? "model" : "checkpoint",

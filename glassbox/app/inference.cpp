@@ -249,8 +249,13 @@ LoadedModel load_script_for_inference(const ScriptSource& s, const std::string& 
     std::reverse(d.mean.begin(), d.mean.end());
     std::reverse(d.std.begin(), d.std.end());
   }
+  GB_CHECK(d.task == c.task, InvalidArgument,
+           "the model's outputs are " << name_of(c.task) << " (" << m.contract_source << ") but data.task = \""
+                                      << name_of(d.task) << "\"",
+           "set data.task = \"" + std::string(name_of(c.task)) + "\" in the [data] section (or fix output.task)");
+  m.task = c.task;
   d.num_classes = c.num_classes;
-  if (!c.labels.empty()) d.class_names = c.labels;
+  if (!c.labels.empty() && c.task == TaskKind::kClassification) d.class_names = c.labels;
   m.config.model.name = "torchscript";
   const auto check_shape = [&](const std::vector<std::int64_t>& data_shape) {
     GB_CHECK(data_shape == c.input_shape, InvalidArgument,
@@ -324,6 +329,7 @@ nn::ModelContract contract_for(const train::RunConfig& config, const train::Data
   c.input_shape = info.sample_shape;
   c.layout = c.input_shape.size() == 3 ? nn::InputLayout::kNCHW : nn::InputLayout::kNC;
   c.num_classes = info.num_classes;
+  c.task = config.data.source.task;
   c.output_kind = outputs_probabilities ? nn::OutputKind::kProbabilities : nn::OutputKind::kLogits;
   c.output_name = outputs_probabilities ? "probabilities" : "logits";
   // What the data module does to a raw sample: uint8 pixels are scaled to [0, 1] first.
@@ -407,7 +413,8 @@ LoadedModel load_checkpoint_for_inference(const fs::path& checkpoint, const std:
     m.config.data.source.mean = m.info.mean;
     m.config.data.source.std = m.info.std;
     if (m.info.mean.empty()) m.config.data.source.normalize = false;
-    if (!m.info.class_names.empty()) m.config.data.source.class_names = m.info.class_names;
+    if (!m.info.class_names.empty() && m.config.data.source.task == TaskKind::kClassification)
+      m.config.data.source.class_names = m.info.class_names;
     m.config.data.source.num_classes = m.info.num_classes;
   } else {
     // Written by an older glassbox: the data tell the shapes.
@@ -416,6 +423,7 @@ LoadedModel load_checkpoint_for_inference(const fs::path& checkpoint, const std:
     m.info = m.data->info();
     m.scale = data_scale(m.config.data.source);
   }
+  m.task = m.config.data.source.task;
   m.model = nn::make_model(m.config.model, nn::ModelShape{m.info.sample_shape, m.info.num_classes});
   train::load_module_state(*m.model->module(), ck.model, ck.state.value("trainable_only", false));
   m.device = resolve_device(device);
@@ -483,7 +491,7 @@ std::shared_ptr<const data::Dataset> split_dataset(LoadedModel& m, const std::st
   return ds;
 }
 
-at::Tensor predict_probabilities(LoadedModel& m, const data::Dataset& dataset, std::int64_t batch_size) {
+at::Tensor predict_outputs(LoadedModel& m, const data::Dataset& dataset, std::int64_t batch_size) {
   GB_CHECK(batch_size > 0, InvalidArgument, "batch size must be positive, got " << batch_size, "use e.g. 512");
   torch::NoGradGuard no_grad;
   m.model->module()->eval();
@@ -501,13 +509,22 @@ at::Tensor predict_probabilities(LoadedModel& m, const data::Dataset& dataset, s
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     bar.update(done, "", s > 0 ? static_cast<double>(done) / s : 0.0);
     GB_CHECK(out.dim() == 2, FailedPrecondition,
-             "the model's output has shape " << out.sizes() << ", not [batch, classes]",
-             "evaluate a classification model");
+             "the model's output has shape " << out.sizes() << ", not [batch, outputs]",
+             "evaluate a model with one output vector per sample");
     out = out.to(torch::kCPU, torch::kDouble);
-    parts.push_back(m.outputs_probabilities ? out : torch::softmax(out, 1));
+    if (!m.outputs_probabilities && m.task == TaskKind::kClassification) out = torch::softmax(out, 1);
+    if (!m.outputs_probabilities && m.task == TaskKind::kMultilabel) out = torch::sigmoid(out);
+    parts.push_back(out);
   }
   bar.finish(fmt::format("{} samples", n));
   return parts.empty() ? torch::zeros({0, m.info.num_classes}, torch::kDouble) : torch::cat(parts);
+}
+
+at::Tensor predict_probabilities(LoadedModel& m, const data::Dataset& dataset, std::int64_t batch_size) {
+  GB_CHECK(m.task == TaskKind::kClassification, InvalidArgument,
+           "this needs class probabilities, but " << m.source() << " is a " << name_of(m.task) << " model",
+           "use glassbox eval or glassbox predict, which handle every task");
+  return predict_outputs(m, dataset, batch_size);
 }
 
 }  // namespace glassbox::app

@@ -53,7 +53,8 @@ struct LoadedModel {
   train::DataInfo info;
   std::unique_ptr<nn::Model> model;
   c10::Device device = c10::Device(c10::kCPU);
-  bool outputs_probabilities = false;  // the model ends in softmax (model.mlp.output = "softmax")
+  bool outputs_probabilities = false;         // the model ends in softmax (model.mlp.output = "softmax")
+  TaskKind task = TaskKind::kClassification;  // the data's task, or the contract's
   std::int64_t global_step = 0;
   // A TorchScript model (checkpoint empty): its file, contract and where the contract came from
   // (the sidecar's path, with " + flags" when flags changed it, or "flags").
@@ -142,8 +143,11 @@ ScriptSource script_source(const ModelSpec& spec);
 // The split by name: "test", "val" or "train" (an error names the ones that exist).
 std::shared_ptr<const data::Dataset> split_dataset(LoadedModel& m, const std::string& split);
 
-// Class probabilities of every sample of a dataset, in order: [N, K] float64 on the CPU (softmax
-// of the logits, or the outputs themselves for a model that ends in softmax).
+// The predictions of every sample of a dataset, in order, as [N, K] float64 on the CPU, by task:
+// class probabilities (softmax of the logits, or the outputs themselves for a model that ends in
+// softmax), label probabilities (a sigmoid each) or regression values (the outputs).
+at::Tensor predict_outputs(LoadedModel& m, const data::Dataset& dataset, std::int64_t batch_size);
+// predict_outputs of a classification model; InvalidArgument for other tasks.
 at::Tensor predict_probabilities(LoadedModel& m, const data::Dataset& dataset, std::int64_t batch_size);
 
 }  // namespace glassbox::app

@@ -94,6 +94,31 @@ data::CsvTable read_table(const fs::path& path, const std::string& label_column)
   return data::parse_csv(labeled, path.string(), "__row_label__");
 }
 
+// The feature columns of a CSV table that may also hold a regression or multi-label model's
+// target columns (`targets`, left out when present), in the order of `names` when known.
+at::Tensor csv_features_beside_targets(const fs::path& path, const std::vector<std::string>& targets,
+                                       const std::vector<std::string>& names) {
+  const std::string text = read_file(path);
+  const data::CsvText head = data::parse_csv_text(text.substr(0, text.find('\n')), path.string());
+  std::vector<std::string> present;
+  for (const auto& t : targets)
+    if (std::find(head.header.begin(), head.header.end(), t) != head.header.end()) present.push_back(t);
+  const data::CsvTable t = data::parse_csv_targets(text, path.string(), present);
+  if (names.empty() || t.feature_names == names) return t.features;
+  std::vector<std::int64_t> order;
+  for (const auto& n : names) {
+    const auto it = std::find(t.feature_names.begin(), t.feature_names.end(), n);
+    GB_CHECK(it != t.feature_names.end(), InvalidArgument,
+             path.string() << " has no column '" << n << "', a feature the model was trained on",
+             "give the training table's feature columns (any order; extra columns are an error)");
+    order.push_back(it - t.feature_names.begin());
+  }
+  GB_CHECK(t.feature_names.size() == names.size(), InvalidArgument,
+           path.string() << " has " << t.feature_names.size() << " feature columns, the model " << names.size(),
+           "drop the columns the model was not trained on");
+  return t.features.index_select(1, torch::tensor(order, torch::kLong));
+}
+
 // Image files: INPUT itself, or every image under the folder INPUT (torchvision's order).
 std::vector<fs::path> image_inputs(const fs::path& input) {
   std::vector<fs::path> files;
@@ -185,6 +210,8 @@ PredictOutcome run_predict(const PredictRequest& r) {
     x = image_batch(images, pre);  // preprocessed already
   } else if (ext == ".npy") {
     x = data::read_npy(r.input);
+  } else if (ext == ".csv" && m.task != TaskKind::kClassification) {
+    x = csv_features_beside_targets(r.input, m.info.class_names, m.info.feature_names);
   } else if (ext == ".csv") {
     x = csv_features(r.input, m.config.data.source.label_column, m.info.feature_names);
   } else {
@@ -213,18 +240,48 @@ PredictOutcome run_predict(const PredictRequest& r) {
     const at::Tensor raw = x.slice(0, start, std::min(n, start + r.batch_size));
     const at::Tensor batch = images.empty() ? preprocess(raw, pre) : raw;
     at::Tensor out = m.model->forward(batch.to(m.device)).to(torch::kCPU, torch::kDouble);
-    parts.push_back(m.outputs_probabilities ? out : torch::softmax(out, 1));
+    if (!m.outputs_probabilities && m.task == TaskKind::kClassification) out = torch::softmax(out, 1);
+    if (!m.outputs_probabilities && m.task == TaskKind::kMultilabel) out = torch::sigmoid(out);
+    parts.push_back(out);
     bar.update(std::min(n, start + r.batch_size), "", 0.0);
   }
   bar.finish(fmt::format("{} samples", n));
   const at::Tensor probs = n > 0 ? torch::cat(parts) : torch::zeros({0, m.info.num_classes}, torch::kDouble);
-  const at::Tensor pred = probs.argmax(1);
 
   PredictOutcome o;
   o.out = r.out.empty() ? r.input.parent_path() / "predictions.csv" : r.out;
   o.samples = n;
   o.class_names = names;
+  o.task = m.task;
   o.counts.assign(names.size(), 0);
+  if (m.task != TaskKind::kClassification) {
+    // Regression: index[,file], then one column of values per target. Multi-label: the labels
+    // predicted (probability >= 0.5, joined by '|'), then each label's probability.
+    const bool multi = m.task == TaskKind::kMultilabel;
+    std::string text = images.empty() ? "index" : "index,file";
+    if (multi) text += ",predicted";
+    for (const auto& c : names) text += "," + (multi ? "p_" + c : c);
+    text += "\n";
+    const auto p = probs.accessor<double, 2>();
+    for (std::int64_t i = 0; i < n; ++i) {
+      text += images.empty() ? std::to_string(i)
+                             : fmt::format("{},\"{}\"", i, csv_quoted(images[static_cast<std::size_t>(i)].string()));
+      if (multi) {
+        std::string on;
+        for (std::int64_t c = 0; c < probs.size(1); ++c) {
+          if (p[i][c] < 0.5) continue;
+          on += (on.empty() ? "" : "|") + names[static_cast<std::size_t>(c)];
+          ++o.counts[static_cast<std::size_t>(c)];
+        }
+        text += ",\"" + csv_quoted(on) + "\"";
+      }
+      for (std::int64_t c = 0; c < probs.size(1); ++c) text += fmt::format(",{:.9g}", p[i][c]);
+      text += "\n";
+    }
+    write_file_atomic(o.out, text);
+    return o;
+  }
+  const at::Tensor pred = probs.argmax(1);
   std::string text = images.empty() ? "index,predicted,predicted_name" : "index,file,predicted,predicted_name";
   for (const auto& c : names) text += ",p_" + c;
   text += "\n";

@@ -1,5 +1,5 @@
-// `glassbox predict` as a call: class probabilities for unlabeled inputs, from a checkpoint (with
-// its stored preprocessing; no training data needed) or a TorchScript file with its contract.
+// `glassbox predict` as a call: class probabilities (or values, label probabilities) for unlabeled inputs, from a
+// checkpoint (with its stored preprocessing; no training data needed) or a TorchScript file with its contract.
 //
 //   PredictRequest r; r.model.checkpoint = "runs/quickstart/checkpoints/last.ckpt";
 //   r.input = "new_samples.npy"; r.out = "predictions.csv";
@@ -10,6 +10,9 @@
 // label column, if present, is ignored). Each row gets the contract's preprocessing,
 // (raw * scale - mean) / std, then the model. Output CSV: index,predicted,predicted_name, then
 // one probability column per class (p_<class name>), in input order; written atomically.
+// Regression models write one value column per target (named by the target), multi-label models
+// the labels predicted (probability >= 0.5, joined by '|') and p_<label> per label; a CSV input may
+// then also hold the target columns, which are left out.
 // Errors (InvalidArgument, one line): a sample shape or feature count that is not the model's,
 // an unknown extension.
 // Thread safety: one prediction per thread.
@@ -35,7 +38,8 @@ struct PredictOutcome {
   std::filesystem::path out;
   std::int64_t samples = 0;
   std::vector<std::string> class_names;
-  std::vector<std::int64_t> counts;  // predictions per class
+  TaskKind task = TaskKind::kClassification;
+  std::vector<std::int64_t> counts;  // predictions per class (multilabel: per label; regression: none)
 };
 
 PredictOutcome run_predict(const PredictRequest& request);

@@ -1,6 +1,7 @@
 #include "glassbox/app/run.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <optional>
 #include <ostream>
@@ -269,7 +270,8 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   std::optional<nn::InitReport> init;
   if (!resuming && !config.model.init_from.empty())
     init = load_initial_weights(*model->module(), config.model.init_from, config.model.init_strict);
-  train::ClassificationTask task(std::move(model), nn::Loss(config.loss, info.num_classes));
+  const TaskKind kind = config.data.source.task;
+  train::ModelTask task(kind, std::move(model), nn::Loss(config.loss, info.num_classes, kind));
   if (resuming) {
     // The checkpoint must fit this model; the Trainer restores everything when fit starts.
     const train::Checkpoint probe = train::read_checkpoint(plan.resume);
@@ -419,8 +421,14 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   nlohmann::json summary;
-  summary["test"] = {{"accuracy", test.accuracy}, {"loss", test.loss}, {"samples", test.samples}};
+  if (test.has_accuracy) {
+    summary["test"] = {{"accuracy", test.accuracy}, {"loss", test.loss}, {"samples", test.samples}};
+  } else {
+    summary["test"] = {{"loss", test.loss}, {"samples", test.samples}};
+    for (const auto& [k, v] : test.metrics) summary["test"][k] = v;
+  }
   if (!test_note.empty()) summary["test"] = nullptr;
+  summary["task"] = name_of(kind);
   if (!test_note.empty()) summary["test_note"] = test_note;
   const auto path_or_null = [](const std::string& p) {
     return p.empty() ? nlohmann::json(nullptr) : nlohmann::json(p);
@@ -473,6 +481,10 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
     summary["frozen"] = {{"parameters", trainer.freeze_report().frozen},
                          {"of", trainer.freeze_report().total},
                          {"fraction", trainer.freeze_report().fraction()}};
+    if (trainer.unfrozen_lr() > 0) {
+      summary["frozen"]["unfrozen_at_epoch"] = config.trainer.unfreeze_at_epoch;
+      summary["frozen"]["final_backbone_lr"] = trainer.unfrozen_lr();
+    }
   }
   if (init) {
     summary["init_from"] = config.model.init_from;
@@ -481,9 +493,19 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   for (const auto& [k, v] : trainer.callback_metrics()) summary["final_metrics"][k] = v;
   if (writes) write_file_atomic(run_dir / "summary.json", summary.dump(2) + "\n");
   if (!request.quiet) {
-    if (test_note.empty()) {
+    if (test_note.empty() && test.has_accuracy) {
       out << fmt::format("test accuracy {:.4f}  test loss {:.4f}  ({} samples, {})\n", test.accuracy, test.loss,
                          test.samples, tested_with);
+    } else if (test_note.empty()) {
+      const auto metric = [&](const char* k) { return test.metrics.count(k) ? test.metrics.at(k) : NAN; };
+      if (kind == TaskKind::kRegression) {
+        out << fmt::format("test MAE {:.4g}  RMSE {:.4g}  R² {:.4f}  test loss {:.4g}  ({} samples, {})\n",
+                           metric("mae"), metric("rmse"), metric("r2"), test.loss, test.samples, tested_with);
+      } else {
+        out << fmt::format(
+            "test micro F1 {:.4f}  macro F1 {:.4f}  subset accuracy {:.4f}  test loss {:.4f}  ({} samples, {})\n",
+            metric("micro_f1"), metric("macro_f1"), metric("subset_acc"), test.loss, test.samples, tested_with);
+      }
     } else {
       out << test_note << "\n";
     }

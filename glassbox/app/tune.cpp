@@ -104,7 +104,8 @@ TuneLrOutcome tune_lr(const TuneLrRequest& request, std::ostream& out) {
   if (!config.model.init_from.empty())
     load_initial_weights(*model->module(), config.model.init_from, config.model.init_strict);
   if (config.trainer.gradient_checkpointing) apply_gradient_checkpointing(*model, true);
-  train::ClassificationTask task(std::move(model), nn::Loss(config.loss, info.num_classes));
+  train::ModelTask task(config.data.source.task, std::move(model),
+                        nn::Loss(config.loss, info.num_classes, config.data.source.task));
 
   TuneLrOutcome o;
   o.out_dir = request.out_dir.empty() ? fs::path("runs") / config.name / "lr_find" : request.out_dir;
@@ -240,7 +241,8 @@ TuneBatchOutcome tune_batch_size(const TuneBatchRequest& request, std::ostream& 
       // A fresh model and optimiser per trial, as the real run would have.
       auto model = nn::make_model(config.model, nn::ModelShape{info.sample_shape, info.num_classes});
       if (config.trainer.gradient_checkpointing) apply_gradient_checkpointing(*model, true);
-      train::ClassificationTask task(std::move(model), nn::Loss(config.loss, info.num_classes));
+      train::ModelTask task(config.data.source.task, std::move(model),
+                            nn::Loss(config.loss, info.num_classes, config.data.source.task));
       train::TrainerOptions to = config.trainer;
       to.max_steps = request.steps_per_trial;
       to.max_epochs = -1;

@@ -43,8 +43,13 @@ void add_predict(CLI::App& app) {
     std::string counts;
     for (std::size_t c = 0; c < o.counts.size(); ++c)
       if (o.counts[c] > 0) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", o.class_names[c], o.counts[c]);
-    std::cout << fmt::format("predicted {} samples ({}) -> {}\n", o.samples, counts.empty() ? "none" : counts,
-                             o.out.string());
+    if (o.task == TaskKind::kRegression) {
+      std::cout << fmt::format("predicted {} samples ({} targets) -> {}\n", o.samples, o.class_names.size(),
+                               o.out.string());
+    } else {
+      std::cout << fmt::format("predicted {} samples ({}) -> {}\n", o.samples, counts.empty() ? "none" : counts,
+                               o.out.string());
+    }
   });
 }
 

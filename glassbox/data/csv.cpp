@@ -208,6 +208,50 @@ CsvTable read_csv(const std::filesystem::path& path, const std::string& label_co
   return parse_csv(text, path.string(), label_column);
 }
 
+CsvTable parse_csv_targets(std::string_view text, const std::string& source,
+                           const std::vector<std::string>& target_columns) {
+  const CsvText t = parse_csv_text(text, source);
+  std::vector<std::size_t> target_idx;
+  for (const auto& name : target_columns) {
+    const std::size_t c = t.column(name, source, "data.target_columns");
+    GB_CHECK(std::find(target_idx.begin(), target_idx.end(), c) == target_idx.end(), InvalidArgument,
+             "data.target_columns names '" << name << "' twice", "list each target column once");
+    target_idx.push_back(c);
+  }
+  CsvTable table;
+  std::vector<std::size_t> feature_idx;
+  for (std::size_t i = 0; i < t.header.size(); ++i) {
+    if (std::find(target_idx.begin(), target_idx.end(), i) != target_idx.end()) continue;
+    feature_idx.push_back(i);
+    table.feature_names.push_back(t.header[i]);
+  }
+  GB_CHECK(!feature_idx.empty(), DataLoss, source << ": no feature columns besides the targets",
+           "add at least one numeric feature column");
+  const auto n = static_cast<std::int64_t>(t.rows.size());
+  table.features = at::empty({n, static_cast<std::int64_t>(feature_idx.size())}, at::kFloat);
+  table.targets = at::empty({n, static_cast<std::int64_t>(target_idx.size())}, at::kFloat);
+  float* fx = table.features.data_ptr<float>();
+  float* fy = table.targets.data_ptr<float>();
+  const auto cell = [&](std::size_t r, std::size_t c, const char* what) {
+    const std::string& f = t.rows[r][c];
+    double v = 0;
+    GB_CHECK(parse_double(f, &v), DataLoss,
+             source << ":" << t.lines[r] << ": column " << c + 1 << " ('" << t.header[c]
+                    << "'): " << (f.empty() ? std::string("empty cell") : "'" + f + "' is not a number"),
+             std::string(what) + " columns must be numeric; fill missing values");
+    return static_cast<float>(v);
+  };
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    for (std::size_t j = 0; j < feature_idx.size(); ++j) *fx++ = cell(r, feature_idx[j], "feature");
+    for (std::size_t j = 0; j < target_idx.size(); ++j) *fy++ = cell(r, target_idx[j], "target");
+  }
+  return table;
+}
+
+CsvTable read_csv_targets(const std::filesystem::path& path, const std::vector<std::string>& target_columns) {
+  return parse_csv_targets(read_file_maybe_gzip(path), path.string(), target_columns);
+}
+
 CsvText parse_csv_text(std::string_view text, const std::string& source) {
   if (text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0) text.remove_prefix(3);
   CsvText out;

@@ -36,9 +36,17 @@ struct CsvTable {
   at::Tensor labels;                       // [N] int64
   std::vector<std::string> feature_names;  // F names, in file order
   std::vector<std::string> label_names;    // text labels: their sorted distinct values; else empty
+  at::Tensor targets;                      // read_csv_targets: [N, T] float32 (labels stays undefined)
 };
 
 CsvTable read_csv(const std::filesystem::path& path, const std::string& label_column);
+
+// Real-valued targets (regression, or 0/1 multi-label columns): the named columns become
+// `targets` [N, T] float32 in the order given, every other column a feature. Errors name the file,
+// the line and the column (a missing column with the closest name, a non-numeric or empty cell).
+CsvTable read_csv_targets(const std::filesystem::path& path, const std::vector<std::string>& target_columns);
+CsvTable parse_csv_targets(std::string_view text, const std::string& source,
+                           const std::vector<std::string>& target_columns);
 
 // A CSV table as text (e.g. an image folder's metadata.csv): the header's names, then the rows,
 // each with as many fields as the header, and the line each row came from (for messages).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -47,7 +48,8 @@ std::string shape_text(const std::vector<std::int64_t>& s) {
 struct Item {
   ImageRef ref;
   std::int64_t label = 0;
-  std::string split;  // "train" | "val" | "test" | "" (to be drawn)
+  std::vector<float> target;  // regression / multilabel: data.target_columns' values
+  std::string split;          // "train" | "val" | "test" | "" (to be drawn)
   std::string date;
   std::int64_t shard = -1;  // webdataset: the shard's position in the split's shard list
 };
@@ -114,7 +116,7 @@ std::vector<Item> scan_class_folders(const fs::path& dir, std::vector<std::strin
     GB_CHECK(!files.empty(), NotFound,
              "the class folder " << d.string() << " holds no images (.jpg .jpeg .png .bmp .tif .tiff .webp .pgm .ppm)",
              "add images to it or remove it");
-    for (const auto& f : files) items.push_back({ImageRef(f), label, split, "", -1});
+    for (const auto& f : files) items.push_back({ImageRef(f), label, {}, split, "", -1});
   }
   return items;
 }
@@ -156,6 +158,12 @@ std::vector<Item> read_metadata(const fs::path& root, const fs::path& path, cons
            src << ": data.split_by = \"column\" but there is no column '" << o.split_column << "'",
            "set data.split_column to the column holding train / val / test");
 
+  // Regression / multi-label: the target columns instead of a class label.
+  const bool real = o.task != TaskKind::kClassification;
+  std::vector<std::size_t> target_cols;
+  if (real)
+    for (const auto& c : o.target_columns) target_cols.push_back(t.column(c, src, "data.target_columns"));
+
   std::vector<std::string> names;
   std::vector<Item> items;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
@@ -170,7 +178,21 @@ std::vector<Item> read_metadata(const fs::path& root, const fs::path& path, cons
              "fix the row or remove it; file_name is relative to the folder holding the metadata");
     Item it;
     it.ref = file;
-    if (has_label) {
+    if (real) {
+      for (std::size_t j = 0; j < target_cols.size(); ++j) {
+        const std::string& cell = row[target_cols[j]];
+        char* end = nullptr;
+        const double v = cell.empty() ? NAN : std::strtod(cell.c_str(), &end);
+        GB_CHECK(!cell.empty() && end == cell.c_str() + cell.size() && std::isfinite(v), DataLoss,
+                 where << ": column '" << o.target_columns[j] << "': "
+                       << (cell.empty() ? std::string("empty target") : "'" + cell + "' is not a finite number"),
+                 "give every row a numeric value in each target column");
+        GB_CHECK(o.task != TaskKind::kMultilabel || v == 0.0 || v == 1.0, InvalidArgument,
+                 where << ": column '" << o.target_columns[j] << "': label value " << cell << " is not 0 or 1",
+                 "multi-label columns mark each label present (1) or absent (0)");
+        it.target.push_back(static_cast<float>(v));
+      }
+    } else if (has_label) {
       GB_CHECK(!row[label_col].empty(), DataLoss, where << ": empty label in column '" << o.label_column << "'",
                "give every row its class");
       names.push_back(row[label_col]);
@@ -194,6 +216,10 @@ std::vector<Item> read_metadata(const fs::path& root, const fs::path& path, cons
     items.push_back(it);
   }
   GB_CHECK(!items.empty(), DataLoss, src << ": no rows", "list one image per row");
+  if (real) {
+    classes = o.target_columns;
+    return items;
+  }
   // Classes: data.class_names, else the sorted distinct labels (numerically for integers).
   std::vector<std::string> distinct(names.begin(), names.end());
   std::sort(distinct.begin(), distinct.end());
@@ -416,7 +442,7 @@ Splits build_splits(std::vector<Item> items, std::vector<std::string> classes, c
   GB_CHECK(!files["train"].empty(), DataLoss, source << ": the training split is empty",
            "check data.root, the split column, or the date cut-offs");
   std::int64_t num_classes = static_cast<std::int64_t>(classes.size());
-  if (o.num_classes > 0) {
+  if (o.num_classes > 0 && o.task == TaskKind::kClassification) {
     GB_CHECK(o.num_classes >= num_classes, InvalidArgument,
              "data.num_classes = " << o.num_classes << " but the folder has " << num_classes << " classes",
              "leave data.num_classes = 0");
@@ -476,12 +502,20 @@ Splits build_splits(std::vector<Item> items, std::vector<std::string> classes, c
     if (split == "train") opt.shuffle_buffer = o.shuffle_buffer;
     std::vector<std::int64_t> shard_of = shards[split];
     if (!shard_of.empty() && shard_of.front() < 0) shard_of.clear();
-    return std::make_shared<ImageDataset>(files[split], torch::tensor(labels[split], torch::kLong), opt,
-                                          std::move(shard_of));
+    at::Tensor targets = torch::tensor(labels[split], torch::kLong);
+    if (o.task != TaskKind::kClassification) {
+      // The split's items in the order of files[split], each with num_classes targets.
+      targets = torch::empty({static_cast<std::int64_t>(files[split].size()), num_classes}, torch::kFloat);
+      float* p = targets.data_ptr<float>();
+      for (const auto& it : items)
+        if (it.split == split) p = std::copy(it.target.begin(), it.target.end(), p);
+    }
+    return std::make_shared<ImageDataset>(files[split], std::move(targets), opt, std::move(shard_of));
   };
   out.train = make("train", train_pipe);
   if (!files["val"].empty()) out.val = make("val", eval_pipe);
   out.test = make("test", eval_pipe);
+  out.task = o.task;
   out.num_classes = num_classes;
   out.class_names = classes;
   for (std::int64_t k = static_cast<std::int64_t>(out.class_names.size()); k < num_classes; ++k)
@@ -498,8 +532,8 @@ ImageDataset::ImageDataset(std::vector<ImageRef> files, at::Tensor labels, Image
       labels_(std::move(labels)),
       options_(std::move(options)),
       shard_of_(std::move(shard_of)) {
-  GB_CHECK(labels_.numel() == static_cast<std::int64_t>(files_.size()), Internal,
-           "ImageDataset: " << files_.size() << " files but " << labels_.numel() << " labels", "");
+  GB_CHECK(labels_.dim() >= 1 && labels_.size(0) == static_cast<std::int64_t>(files_.size()), Internal,
+           "ImageDataset: " << files_.size() << " files but " << labels_.sizes() << " labels", "");
 }
 
 Sample ImageDataset::sample(std::int64_t i, std::uint64_t epoch_seed) const {
@@ -657,7 +691,17 @@ Splits load_image_folder(const DataOptions& o) {
   const fs::path train_dir = sub({"train", "training"});
   const fs::path meta = o.metadata.empty() ? fs::path() : root / o.metadata;
   const bool has_meta = !meta.empty() && fs::is_regular_file(meta, ec);
-  bool use_folders = o.split_by == SplitBy::kFolders || (o.split_by == SplitBy::kAuto && !train_dir.empty());
+  // Real-valued targets live in metadata.csv: class folders cannot carry them.
+  const bool real = o.task != TaskKind::kClassification;
+  GB_CHECK(!real || has_meta, NotFound,
+           "data.task = \"" << name_of(o.task) << "\" reads data.target_columns from " << meta.string()
+                            << ", which does not exist",
+           "write a metadata.csv with a file_name column and the target columns");
+  GB_CHECK(!real || o.split_by != SplitBy::kFolders, InvalidArgument,
+           "data.split_by = \"folders\" splits by class folders, but data.task = \"" << name_of(o.task)
+                                                                                     << "\" reads metadata.csv",
+           "use split_by = \"column\", \"date\" or \"random\"");
+  bool use_folders = !real && (o.split_by == SplitBy::kFolders || (o.split_by == SplitBy::kAuto && !train_dir.empty()));
   GB_CHECK(o.split_by != SplitBy::kFolders || !train_dir.empty(), NotFound,
            "data.split_by = \"folders\" but " << root.string() << " has no train/ folder",
            "put the splits in train/, val/ and test/ folders, or use split_by = \"random\"");

@@ -97,6 +97,28 @@ at::Tensor labels_to_int64(const at::Tensor& y, const std::string& source) {
   return y.to(at::kLong).contiguous();
 }
 
+// Real-valued targets as float32 [N, T] ([N] becomes [N, 1]), checked for the task: finite values,
+// and 0 or 1 for multi-label.
+at::Tensor targets_to_float(const at::Tensor& y, TaskKind task, const std::string& source) {
+  GB_CHECK(y.dim() == 1 || y.dim() == 2, DataLoss, source << ": targets must be [N] or [N, T], got shape " << y.sizes(),
+           "store one row of targets per sample");
+  GB_CHECK(y.scalar_type() != at::kBool || task == TaskKind::kMultilabel, InvalidArgument,
+           source << ": regression targets must be numbers, got bool", "convert with a.astype(np.float32)");
+  at::Tensor f = y.to(at::kFloat).contiguous();
+  if (f.dim() == 1) f = f.unsqueeze(1);
+  GB_CHECK(f.size(1) >= 1, DataLoss, source << ": no targets (shape " << y.sizes() << ")", "give at least one column");
+  const float* p = f.const_data_ptr<float>();
+  for (std::int64_t i = 0; i < f.numel(); ++i) {
+    const std::int64_t row = i / f.size(1), col = i % f.size(1);
+    GB_CHECK(std::isfinite(p[i]), DataLoss, source << ": target " << col << " of sample " << row << " is " << p[i],
+             "fill or drop samples with missing targets");
+    GB_CHECK(task != TaskKind::kMultilabel || p[i] == 0.0F || p[i] == 1.0F, InvalidArgument,
+             source << ": label " << col << " of sample " << row << " is " << p[i] << ", not 0 or 1",
+             "multi-label targets mark each label present (1) or absent (0)");
+  }
+  return f;
+}
+
 // Features to float32; uint8 arrays are images and are scaled to [0, 1]; [N, H, W] gets a channel.
 at::Tensor features_to_float(const at::Tensor& x, const std::string& source) {
   GB_CHECK(x.dim() >= 2 && x.dim() <= 4, DataLoss,
@@ -152,13 +174,24 @@ RawSplit read_npy_split(const DataOptions& o, const std::string& xs, const std::
            r.x_source << " has " << (x.dim() ? x.size(0) : 1) << " samples but " << r.y_source << " has "
                       << (y.dim() ? y.size(0) : 1) << " labels",
            "the inputs and labels arrays must have the same first dimension");
-  r.y = labels_to_int64(y, r.y_source);
+  r.y = o.task == TaskKind::kClassification ? labels_to_int64(y, r.y_source) : targets_to_float(y, o.task, r.y_source);
   r.x = features_to_float(x, r.x_source);
   return r;
 }
 
 RawSplit read_csv_split(const DataOptions& o, const std::string& file, std::vector<std::string>* names) {
   const fs::path p = under_root(o, file);
+  if (o.task != TaskKind::kClassification) {
+    const std::vector<std::string> columns =
+        o.target_columns.empty() ? std::vector<std::string>{o.label_column} : o.target_columns;
+    CsvTable t = read_csv_targets(p, columns);
+    if (names != nullptr) *names = t.feature_names;
+    RawSplit r;
+    r.x_source = r.y_source = p.string();
+    r.x = std::move(t.features);
+    r.y = targets_to_float(t.targets, o.task, r.y_source);
+    return r;
+  }
   CsvTable t = read_csv(p, o.label_column);
   if (names != nullptr) *names = t.feature_names;
   RawSplit r;
@@ -231,6 +264,8 @@ std::int64_t val_count(double val_size, std::int64_t n) {
 }
 
 void DataOptions::visit(FieldVisitor& v) {
+  v.choice("task", task,
+           "classification (one class per sample) | regression (real-valued targets) | multilabel (0/1 per label)");
   v.choice("format", format, "mnist (a folder of IDX files) | npy | csv | imagefolder | webdataset (tar shards)");
   v.field("root", root, "folder of the data files (relative file names are resolved against it)");
   v.field("train_images", train_images, "mnist: training images IDX file (NAME or NAME.gz)");
@@ -244,6 +279,8 @@ void DataOptions::visit(FieldVisitor& v) {
   v.field("train_csv", train_csv, "csv: training table");
   v.field("test_csv", test_csv, "csv: test table");
   v.field("label_column", label_column, "csv: name of the label column (integers 0..K-1 or class names)");
+  v.field("target_columns", target_columns,
+          "regression / multilabel: the target columns of the csv tables or of an image folder's metadata.csv");
   v.choice("layout", layout, "npy: layout of 4-D image arrays; nhwc permutes [N, H, W, C] to [N, C, H, W] on load");
   v.field("val_size", val_size,
           "validation samples taken from the training set: a count (e.g. 5000), a fraction in (0, 1) (e.g. 0.1), "
@@ -328,6 +365,26 @@ void DataOptions::validate() const {
     GB_CHECK(!label_column.empty(), InvalidArgument, "data.label_column must not be empty for format \"csv\"",
              "name the label column, e.g. \"label\"");
   }
+  if (task != TaskKind::kClassification) {
+    GB_CHECK(format != DataFormat::kMnist && format != DataFormat::kWebDataset, InvalidArgument,
+             "data.task = \"" << name_of(task) << "\" needs real-valued targets, but data.format = \""
+                              << name_of(format) << "\" carries class labels only",
+             "use format npy (a [N] or [N, T] target array), csv or imagefolder (data.target_columns)");
+    GB_CHECK(!(format == DataFormat::kImageFolder && target_columns.empty()), InvalidArgument,
+             "data.task = \"" << name_of(task) << "\" with an image folder needs data.target_columns",
+             "name the metadata.csv columns holding the targets, e.g. target_columns = [\"width_mm\"]");
+    GB_CHECK(!(format == DataFormat::kCsv && task == TaskKind::kMultilabel && target_columns.empty()), InvalidArgument,
+             "data.task = \"multilabel\" with csv tables needs data.target_columns",
+             "name the 0/1 label columns, e.g. target_columns = [\"rust\", \"crack\"]");
+    GB_CHECK(class_names.empty(), InvalidArgument,
+             "data.class_names applies to classification; the targets of data.task = \""
+                 << name_of(task) << "\" are named by their columns",
+             "remove data.class_names (target_columns name the outputs)");
+  } else {
+    GB_CHECK(target_columns.empty(), InvalidArgument,
+             "data.target_columns is set but data.task = \"classification\" reads one class label",
+             "set data.task = \"regression\" or \"multilabel\", or use data.label_column for the class");
+  }
 }
 
 namespace {
@@ -366,6 +423,52 @@ void read_csv_splits(const DataOptions& options, RawSplit& train, RawSplit& test
   }
 }
 
+// The class count of integer labels (checked against data.num_classes and the class names) and
+// the class names.
+std::int64_t classification_classes(const DataOptions& options, const RawSplit& train, const RawSplit& test,
+                                    std::vector<std::string>& class_names) {
+  std::int64_t num_classes = std::max<std::int64_t>(
+      std::max(train.y.max().item<std::int64_t>(), test.y.numel() > 0 ? test.y.max().item<std::int64_t>() : 0) + 1, 1);
+  if (options.num_classes > 0) {
+    if (options.check_labels) {
+      for (const RawSplit* s : {&train, &test}) {
+        if (s->y.numel() == 0) continue;
+        const std::int64_t* p = s->y.const_data_ptr<std::int64_t>();
+        for (std::int64_t i = 0; i < s->y.numel(); ++i) {
+          GB_CHECK(p[i] < options.num_classes, InvalidArgument,
+                   s->y_source << ": label " << p[i] << " of sample " << i
+                               << " is out of range for data.num_classes = " << options.num_classes,
+                   "labels must be 0.." + std::to_string(options.num_classes - 1) +
+                       " (run glassbox doctor to see all of them)");
+        }
+      }
+    }
+    num_classes = options.num_classes;
+  }
+  if (!options.class_names.empty()) {
+    const auto k = static_cast<std::int64_t>(options.class_names.size());
+    GB_CHECK(k >= num_classes, InvalidArgument,
+             "data.class_names has " << k << " names but the labels go up to " << num_classes - 1,
+             "give one name per class (" + std::to_string(num_classes) + " names)");
+    num_classes = k;
+    class_names = options.class_names;
+  } else if (!train.label_names.empty()) {
+    const auto k = static_cast<std::int64_t>(train.label_names.size());
+    GB_CHECK(
+        k >= num_classes, InvalidArgument,
+        "data.num_classes is " << num_classes << " but the labels of " << train.y_source << " name " << k << " classes",
+        "leave data.num_classes = 0, or list every class in data.class_names");
+    num_classes = k;
+    class_names = train.label_names;
+  } else if (num_classes == 10 && contains_fashion(options.root)) {
+    class_names = kFashionMnistClasses;
+  } else {
+    for (std::int64_t i = 0; i < num_classes; ++i) class_names.push_back(std::to_string(i));
+  }
+
+  return num_classes;
+}
+
 }  // namespace
 
 Splits load_splits(const DataOptions& options) {
@@ -401,49 +504,32 @@ Splits load_splits(const DataOptions& options) {
                            << ")",
              "the training and test inputs must have the same sample shape");
   }
-  if (options.check_labels) {
-    check_labels_non_negative(train);
-    check_labels_non_negative(test);
-  }
-
-  std::int64_t num_classes = std::max<std::int64_t>(
-      std::max(train.y.max().item<std::int64_t>(), test.y.numel() > 0 ? test.y.max().item<std::int64_t>() : 0) + 1, 1);
   Splits out;
-  if (options.num_classes > 0) {
-    if (options.check_labels) {
-      for (const RawSplit* s : {&train, &test}) {
-        if (s->y.numel() == 0) continue;
-        const std::int64_t* p = s->y.const_data_ptr<std::int64_t>();
-        for (std::int64_t i = 0; i < s->y.numel(); ++i) {
-          GB_CHECK(p[i] < options.num_classes, InvalidArgument,
-                   s->y_source << ": label " << p[i] << " of sample " << i
-                               << " is out of range for data.num_classes = " << options.num_classes,
-                   "labels must be 0.." + std::to_string(options.num_classes - 1) +
-                       " (run glassbox doctor to see all of them)");
-        }
-      }
+  out.task = options.task;
+  std::int64_t num_classes = 0;
+  if (options.task != TaskKind::kClassification) {
+    num_classes = train.y.size(1);
+    GB_CHECK(test.y.size(1) == num_classes, DataLoss,
+             test.y_source << " has " << test.y.size(1) << " targets per sample but " << train.y_source << " has "
+                           << num_classes,
+             "the training and test targets must have the same columns");
+    if (!options.target_columns.empty()) {
+      out.class_names = options.target_columns;
+    } else if (options.format == DataFormat::kCsv) {
+      out.class_names = {options.label_column};
+    } else {
+      for (std::int64_t i = 0; i < num_classes; ++i) out.class_names.push_back(std::to_string(i));
     }
-    num_classes = options.num_classes;
-  }
-  if (!options.class_names.empty()) {
-    const auto k = static_cast<std::int64_t>(options.class_names.size());
-    GB_CHECK(k >= num_classes, InvalidArgument,
-             "data.class_names has " << k << " names but the labels go up to " << num_classes - 1,
-             "give one name per class (" + std::to_string(num_classes) + " names)");
-    num_classes = k;
-    out.class_names = options.class_names;
-  } else if (!train.label_names.empty()) {
-    const auto k = static_cast<std::int64_t>(train.label_names.size());
-    GB_CHECK(
-        k >= num_classes, InvalidArgument,
-        "data.num_classes is " << num_classes << " but the labels of " << train.y_source << " name " << k << " classes",
-        "leave data.num_classes = 0, or list every class in data.class_names");
-    num_classes = k;
-    out.class_names = train.label_names;
-  } else if (num_classes == 10 && contains_fashion(options.root)) {
-    out.class_names = kFashionMnistClasses;
+    GB_CHECK(static_cast<std::int64_t>(out.class_names.size()) == num_classes, InvalidArgument,
+             "data.target_columns names " << out.class_names.size() << " targets but " << train.y_source << " has "
+                                          << num_classes,
+             "name one column per target");
   } else {
-    for (std::int64_t i = 0; i < num_classes; ++i) out.class_names.push_back(std::to_string(i));
+    if (options.check_labels) {
+      check_labels_non_negative(train);
+      check_labels_non_negative(test);
+    }
+    num_classes = classification_classes(options, train, test, out.class_names);
   }
 
   // limit_train, then the seeded validation split.

@@ -30,6 +30,12 @@
 // data.layout: [N, A, B, C] looks channels-last when C is 1, 3 or 4 and A, B > 4 (with "nchw"),
 // channels-first when A is 1, 3 or 4 and B, C > 4 (with "nhwc"). Other shapes are read as the
 // layout says; arrays of other ranks are not affected by it.
+// Tasks other than classification (data.task): targets are float32 [N, T] — npy: a [N] or [N, T]
+// array of any numeric dtype ([N] becomes [N, 1]); csv: data.target_columns (regression may name
+// the single data.label_column instead); imagefolder: data.target_columns of metadata.csv. The
+// output width (num_classes) is T and class_names are the target names (the columns, else
+// "0".."T-1"). Multi-label targets must be 0 or 1; regression targets must be finite. IDX (mnist)
+// and WebDataset sources carry class labels only.
 // Thread safety: load_splits is reentrant.
 #pragma once
 
@@ -39,6 +45,7 @@
 #include <vector>
 
 #include "glassbox/base/config.h"
+#include "glassbox/core/task_kind.h"
 #include "glassbox/data/dataset.h"
 #include "glassbox/data/transform_spec.h"
 
@@ -84,6 +91,7 @@ constexpr NameTable<ArrayLayout, 2> enum_names(ArrayLayout) {
 static_assert(is_complete_table(enum_names(ArrayLayout{})));
 
 struct DataOptions {
+  TaskKind task = TaskKind::kClassification;
   DataFormat format = DataFormat::kMnist;
   std::string root = "/usr/share/datasets/fashion-mnist";
   // mnist: IDX file names under root; a ".gz" variant is used when the plain file is absent.
@@ -99,6 +107,8 @@ struct DataOptions {
   std::string train_csv = "train.csv";
   std::string test_csv = "test.csv";
   std::string label_column = "label";  // csv: name of the label column (header required)
+  // regression / multilabel: the target columns (csv, or imagefolder's metadata.csv), in order.
+  std::vector<std::string> target_columns;
   // Samples moved from train to validation: a count (a whole number >= 1), a fraction in (0, 1)
   // of the training set (rounded up, as scikit-learn's test_size), or 0 for none.
   double val_size = 0.1;
@@ -143,12 +153,13 @@ struct DataOptions {
 };
 
 struct Splits {
+  TaskKind task = TaskKind::kClassification;
   std::shared_ptr<const Dataset> train;
   std::shared_ptr<const Dataset> val;  // null when val_size == 0
   std::shared_ptr<const Dataset> test;
-  std::int64_t num_classes = 0;
-  std::vector<std::string> class_names;
-  std::vector<double> mean;  // the normalisation applied (empty when none)
+  std::int64_t num_classes = 0;          // the model's output width (targets for regression/multilabel)
+  std::vector<std::string> class_names;  // classes, or the names of the targets / labels
+  std::vector<double> mean;              // the normalisation applied (empty when none)
   std::vector<double> std;
   std::vector<std::int64_t> sample_shape;
   std::vector<std::string> feature_names;  // csv: the header's feature columns, in order; else empty

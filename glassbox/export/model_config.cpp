@@ -614,7 +614,9 @@ triton::ModelConfig make_model_config(const std::string& name, const nn::ModelCo
   out->set_name(kTorchScriptOutput);
   out->set_data_type(triton::TYPE_FP32);
   out->add_dims(contract.num_classes);
-  out->set_label_filename(kLabelsFile);
+  // Class (or label) names for Triton's classification extension; a regression model's outputs
+  // are values, not classes.
+  if (contract.task != TaskKind::kRegression) out->set_label_filename(kLabelsFile);
 
   if (options.dynamic_batching) {
     triton::ModelDynamicBatching* b = c.mutable_dynamic_batching();
@@ -647,7 +649,8 @@ triton::ModelConfig make_model_config(const std::string& name, const nn::ModelCo
   param("mean", join_doubles(contract.mean));
   param("std", join_doubles(contract.std));
   param("output_kind", std::string(name_of(contract.output_kind)));
-  if (options.raw_input) param("output", "probabilities");
+  param("task", std::string(name_of(contract.task)));
+  if (options.raw_input && contract.task != TaskKind::kRegression) param("output", "probabilities");
 
   if (options.warmup) {
     triton::ModelWarmup* w = c.add_model_warmup();

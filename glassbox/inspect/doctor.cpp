@@ -166,6 +166,10 @@ DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const 
 
 DoctorReport run_doctor(train::RunConfig config, const DoctorOptions& options, std::ostream* log) {
   config.validate();
+  GB_CHECK(config.data.source.task == TaskKind::kClassification, InvalidArgument,
+           "the doctor's checks read class labels; data.task = \"" << name_of(config.data.source.task)
+                                                                   << "\" is not covered by them",
+           "train it with glassbox train: probes, the non-finite monitor and the report watch every task");
   train::DataModuleOptions dopts = config.data;
   dopts.source.check_labels = false;  // report bad labels instead of failing on them
   train::StandardDataModule data(dopts);

@@ -327,7 +327,8 @@ void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<
     const double share = static_cast<double>(maj) / static_cast<double>(tr.size);
     const std::int64_t absent = std::max<std::int64_t>(0, K - static_cast<std::int64_t>(tr.counts.size()));
     const double ratio = static_cast<double>(mn) / static_cast<double>(maj);
-    const bool weighted = !cfg.loss.class_weights.empty() || cfg.loss.name == nn::LossKind::kFocal;
+    const bool weighted = !cfg.loss.class_weights.empty() ||
+                          nn::resolve_loss(cfg.loss.name, cfg.data.source.task) == nn::LossKind::kFocal;
     if (share >= 0.5 || ratio <= 0.05) {
       Finding f{"class-imbalance",
                 share >= 0.7 && !weighted ? "warning" : "info",
@@ -456,8 +457,8 @@ void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<
       out.push_back(f);
     }
   }
-  if (d.outputs_are_probabilities &&
-      (cfg.loss.name == nn::LossKind::kCrossEntropy || cfg.loss.name == nn::LossKind::kFocal)) {
+  if (d.outputs_are_probabilities && (cfg.loss.name == nn::LossKind::kCrossEntropy ||
+                                      nn::resolve_loss(cfg.loss.name, cfg.data.source.task) == nn::LossKind::kFocal)) {
     Finding f{"probabilities-as-logits", "error", 0.9, {{"layer", d.head_layer}}, "", ""};
     f.evidence = fmt::format(
         "the model's outputs are probabilities (every row in [0, 1] and summing to 1 on 8 training samples; last "

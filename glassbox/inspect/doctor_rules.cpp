@@ -484,7 +484,8 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
       return m;
     }();
     const double recent_acc = mean_of(r.acc, r.acc.size() > 50 ? r.acc.size() - 50 : 0, r.acc.size());
-    const bool weighted = !cfg.loss.class_weights.empty() || cfg.loss.name == nn::LossKind::kFocal;
+    const bool weighted = !cfg.loss.class_weights.empty() ||
+                          nn::resolve_loss(cfg.loss.name, cfg.data.source.task) == nn::LossKind::kFocal;
     if (share >= 0.7 && std::isfinite(recent_acc) && recent_acc <= share + 0.03 && !weighted) {
       f.severity = "error";
       f.confidence = 0.8;

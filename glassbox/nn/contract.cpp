@@ -26,6 +26,7 @@ void ModelContract::visit(FieldVisitor& v) {
     s.field("name", output_name, "output tensor name");
     s.field("num_classes", num_classes, "output width");
     s.choice("kind", output_kind, "logits or softmax probabilities");
+    s.choice("task", task, "classification (softmax) | multilabel (a sigmoid per label) | regression (values)");
   });
   v.section("preprocessing", [this](FieldVisitor& s) {
     s.field("scale", scale, "raw value multiplier before mean/std (1/255 for uint8 pixels)");

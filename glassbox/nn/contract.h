@@ -20,7 +20,7 @@
 // JSON shape (unknown keys are errors naming the closest known key):
 //   {"format": "glassbox-contract", "version": 1, "name": "...", "architecture": "cnn",
 //    "input": {"name": "input", "shape": [1, 28, 28], "dtype": "float32", "layout": "NCHW"},
-//    "output": {"name": "logits", "num_classes": 10, "kind": "logits"},
+//    "output": {"name": "logits", "num_classes": 10, "kind": "logits", "task": "classification"},
 //    "preprocessing": {"scale": 0.00392156862745098, "mean": [0.286], "std": [0.353],
 //                      "channel_order": "gray",
 //                      "image": {"channels": 3, "transforms": [{"name": "Resize", ...}]}},
@@ -36,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "glassbox/base/config.h"
+#include "glassbox/core/task_kind.h"
 
 namespace glassbox::nn {
 
@@ -81,6 +82,9 @@ struct ModelContract {
   std::string output_name = "logits";
   std::int64_t num_classes = 0;
   OutputKind output_kind = OutputKind::kLogits;
+  // What the outputs mean: class logits (softmax), label logits (a sigmoid each) or regression
+  // values; labels then name the classes, the labels or the targets.
+  TaskKind task = TaskKind::kClassification;
 
   double scale = 1.0;  // raw value -> [0, 1] (1/255 for uint8 images)
   std::vector<double> mean;

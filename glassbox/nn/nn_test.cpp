@@ -138,6 +138,59 @@ TEST(LossReference, MatchesPyTorch) {
   EXPECT_NEAR(Loss(focal, 5)(logits, soft).item<double>(), mx["focal_alpha_0.75_gamma_2"].get<double>(), 1e-5);
 }
 
+TEST(LossReference, RegressionAndMultiLabelMatchPyTorch) {
+  const auto j = nlohmann::json::parse(testing::run_python("tests/reference/losses.py"))["real"];
+  const auto matrix = [](const nlohmann::json& rows) {
+    std::vector<float> flat;
+    for (const auto& row : rows)
+      for (const auto& v : row) flat.push_back(v.get<float>());
+    return torch::tensor(flat).reshape({static_cast<std::int64_t>(rows.size()), -1});
+  };
+  const at::Tensor outputs = matrix(j["outputs"]);
+  int checked = 0;
+  for (const auto& c : j["cases"]) {
+    LossOptions o;
+    ASSERT_TRUE(parse_name(c["name"].get<std::string>(), o.name)) << c.dump();
+    ASSERT_TRUE(parse_name(c["reduction"].get<std::string>(), o.reduction)) << c.dump();
+    if (c.contains("delta")) o.delta = c["delta"];
+    if (c.contains("pos_weight")) o.pos_weight = c["pos_weight"].get<std::vector<double>>();
+    const bool bits = c["targets"] == "bits";
+    Loss loss(o, 3, bits ? TaskKind::kMultilabel : TaskKind::kRegression);
+    const at::Tensor got = loss(outputs, matrix(j[bits ? "bits" : "values"])).reshape({-1});
+    const auto want = c["value"].get<std::vector<double>>();
+    ASSERT_EQ(got.numel(), static_cast<std::int64_t>(want.size()));
+    for (std::size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(got[static_cast<std::int64_t>(i)].item<double>(), want[i], 1e-5 * std::max(1.0, std::abs(want[i])))
+          << c.dump();
+    ++checked;
+  }
+  EXPECT_EQ(checked, 18);
+}
+
+TEST(Loss, FitsItsTask) {
+  LossOptions o;  // auto: the task's usual loss
+  EXPECT_EQ(resolve_loss(o.name, TaskKind::kClassification), LossKind::kCrossEntropy);
+  EXPECT_EQ(resolve_loss(o.name, TaskKind::kRegression), LossKind::kMse);
+  EXPECT_EQ(resolve_loss(o.name, TaskKind::kMultilabel), LossKind::kBce);
+  o.name = LossKind::kMse;
+  EXPECT_THROW(Loss(o, 3, TaskKind::kClassification), Error);
+  EXPECT_THROW(Loss(o, 3, TaskKind::kMultilabel), Error);
+  EXPECT_NO_THROW(Loss(o, 3, TaskKind::kRegression));
+  o.name = LossKind::kCrossEntropy;
+  EXPECT_THROW(Loss(o, 3, TaskKind::kRegression), Error);
+  LossOptions smooth;
+  smooth.label_smoothing = 0.1;
+  EXPECT_THROW(Loss(smooth, 3, TaskKind::kRegression), Error);
+  LossOptions pw;
+  pw.pos_weight = {1.0, 2.0};
+  EXPECT_THROW(Loss(pw, 3, TaskKind::kMultilabel), Error);  // one per label
+  EXPECT_THROW(Loss(pw, 2, TaskKind::kClassification), Error);
+  // Class labels given to a regression loss: an error naming the fix, not a silent cast.
+  LossOptions mse;
+  mse.name = LossKind::kMse;
+  EXPECT_THROW(Loss(mse, 1, TaskKind::kRegression)(torch::zeros({4, 1}), torch::zeros({4}, torch::kLong)), Error);
+}
+
 TEST(Loss, RejectsBadOptions) {
   LossOptions o;
   o.class_weights = {1, 2};

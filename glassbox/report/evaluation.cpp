@@ -280,6 +280,59 @@ std::string class_weights(const JsonView& m, const ClassNames& names) {
   return out + "<table class=\"tbl\">\n" + head + "</tr>\n" + row + "</tr>\n</table>\n";
 }
 
+// A regression or multi-label evaluation: the averages, then one row per target / label.
+std::string values_body(const JsonView& m) {
+  std::string rows;
+  const bool regression = m["task"].text().value_or("") == "regression";
+  if (auto t = m["task"].text()) rows += kv("task", escape(*t));
+  if (auto s = m["split"].text()) rows += kv("split", escape(*s));
+  if (auto c = m["checkpoint"].text()) rows += kv("checkpoint", "<code>" + escape(*c) + "</code>");
+  if (auto n = m["num_samples"].integer()) rows += kv("samples", format_count(*n));
+  const auto put = [&](const char* label, const JsonView& v) {
+    if (auto x = v.number()) rows += kv(label, format_number(*x));
+  };
+  std::string table;
+  if (regression) {
+    put("MAE", m["mae"]);
+    put("RMSE", m["rmse"]);
+    put("R² (uniform average)", m["r2"]);
+    put("explained variance", m["explained_variance"]);
+    put("median absolute error", m["median_absolute_error"]);
+    put("max error", m["max_error"]);
+    table =
+        "<table class=\"tbl\">\n<tr><th>target</th><th class=\"num\">MAE</th><th class=\"num\">RMSE</th>"
+        "<th class=\"num\">R²</th><th class=\"num\">median AE</th></tr>\n";
+    const JsonView per = m["per_output"];
+    for (std::size_t i = 0; i < per.size(); ++i) {
+      const JsonView r = per[i];
+      table += "<tr><td>" + escape(r["name"].text().value_or(std::to_string(i))) + "</td>" +
+               num_cell(r["mae"].number(), 4) + num_cell(r["rmse"].number(), 4) + num_cell(r["r2"].number(), 4) +
+               num_cell(r["median_absolute_error"].number(), 4) + "</tr>\n";
+    }
+  } else {
+    put("subset accuracy (every label right)", m["subset_accuracy"]);
+    put("Hamming loss", m["hamming_loss"]);
+    put("micro F1", m["micro"]["f1"]);
+    put("macro F1", m["macro"]["f1"]);
+    put("samples F1", m["samples"]["f1"]);
+    put("macro average precision", m["average_precision"]["macro"]);
+    put("macro ROC AUC", m["roc_auc"]["macro"]);
+    table =
+        "<table class=\"tbl\">\n<tr><th>label</th><th class=\"num\">precision</th><th class=\"num\">recall</th>"
+        "<th class=\"num\">F1</th><th class=\"num\">support</th><th class=\"num\">AP</th>"
+        "<th class=\"num\">ROC AUC</th></tr>\n";
+    const JsonView per = m["per_label"];
+    for (std::size_t i = 0; i < per.size(); ++i) {
+      const JsonView r = per[i];
+      table += "<tr><td>" + escape(r["label"].text().value_or(std::to_string(i))) + "</td>" +
+               num_cell(r["precision"].number(), 4) + num_cell(r["recall"].number(), 4) +
+               num_cell(r["f1"].number(), 4) + "<td class=\"num\">" + format_count(r["support"].integer().value_or(0)) +
+               "</td>" + num_cell(r["average_precision"].number(), 4) + num_cell(r["roc_auc"].number(), 4) + "</tr>\n";
+    }
+  }
+  return "<table class=\"tbl kv\">\n" + rows + "</table>\n" + table + "</table>\n";
+}
+
 }  // namespace
 
 std::string evaluation_section(const Artefact& eval, const ClassNames& names, const fs::path& run_dir) {
@@ -291,6 +344,7 @@ std::string evaluation_section(const Artefact& eval, const ClassNames& names, co
   }
   const JsonView m = eval.view();
   std::string body = "<p class=\"foot\">From " + escape(eval.source.file) + ".</p>\n";
+  if (m["task"].present()) return section("evaluation", "Evaluation", body + values_body(m));
   body += overview(m, names);
   body += per_class_table(m, names);
   body += averages_table(m);

@@ -327,7 +327,7 @@ void ProgressBarCallback::on_train_batch_end(Trainer& t, const StepOutput& out, 
 void ProgressBarCallback::on_train_epoch_end(Trainer& t) {
   const auto& m = t.callback_metrics();
   std::string text;
-  for (const char* k : {"train_loss", "val_loss", "val_acc"}) {
+  for (const char* k : {"train_loss", "val_loss", "val_acc", "val_rmse", "val_r2", "val_micro_f1"}) {
     auto it = m.find(k);
     if (it != m.end()) text += fmt::format("{}{} {:.4f}", text.empty() ? "" : " ", k, it->second);
   }

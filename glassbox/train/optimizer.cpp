@@ -84,6 +84,20 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, OptimizerOptions options)
   }
 }
 
+void Optimizer::add_param_group(ParamGroup group) {
+  GB_CHECK(group.params.size() == group.names.size(), InvalidArgument,
+           "a parameter group needs one name per parameter, got " << group.params.size() << " parameters and "
+                                                                  << group.names.size() << " names",
+           "name every parameter");
+  for (const auto& g : groups_)
+    for (const auto& p : g.params)
+      for (const auto& q : group.params)
+        GB_CHECK(!p.is_same(q), InvalidArgument, "a parameter of the new group is already optimised",
+                 "add each parameter to one group only");
+  slots_.emplace_back(group.params.size());
+  groups_.push_back(std::move(group));
+}
+
 std::vector<double> Optimizer::lrs() const {
   std::vector<double> out;
   for (const auto& g : groups_) out.push_back(g.lr);

@@ -77,6 +77,8 @@ class Optimizer {
   void step();
 
   std::size_t num_groups() const { return groups_.size(); }
+  // Appends a group (torch.optim.Optimizer.add_param_group): its parameters start with no state.
+  void add_param_group(ParamGroup group);
   double lr(std::size_t group) const { return groups_.at(group).lr; }
   void set_lr(std::size_t group, double lr) { groups_.at(group).lr = lr; }
   // SGD's momentum or Adam's beta1 of a group (OneCycle's cycle_momentum).

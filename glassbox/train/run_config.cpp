@@ -2,6 +2,7 @@
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/files.h"
+#include "glassbox/train/eval_metrics.h"
 
 namespace glassbox::train {
 
@@ -36,6 +37,18 @@ void RunConfig::validate() const {
   GB_CHECK(!(ema.enabled && swa.enabled), InvalidArgument, "ema.enabled and swa.enabled are both set",
            "average the weights one way: EMA (every step) or SWA (every epoch from swa.epoch_start)");
   diagnostics.validate();
+  nn::check_loss_for_task(loss, data.source.task);
+  // A monitor that keeps the worst model is a silent mistake: the mode must fit the metric.
+  const auto check_mode = [](const std::string& section, const std::string& monitor, MetricMode mode) {
+    if (monitor.empty()) return;
+    const bool higher = higher_is_better(monitor);
+    GB_CHECK(higher == (mode == MetricMode::kMax), InvalidArgument,
+             section << ".monitor = \"" << monitor << "\" is better when " << (higher ? "higher" : "lower") << ", but "
+                     << section << ".mode = \"" << name_of(mode) << "\" keeps the " << (higher ? "lowest" : "highest"),
+             "set " + section + ".mode = \"" + (higher ? "max" : "min") + "\"");
+  };
+  check_mode("checkpoint", checkpoint.monitor, checkpoint.mode);
+  check_mode("early_stopping", early_stopping.monitor, early_stopping.mode);
 }
 
 void DiagnosticsOptions::validate() const {
@@ -59,6 +72,7 @@ RunConfig parse_run_config(std::string_view text, std::string_view source, const
   RunConfig cfg;
   load_config(text, source, overrides, visit_fn(cfg));
   cfg.validate();
+  cfg.loss.name = nn::resolve_loss(cfg.loss.name, cfg.data.source.task);  // the stored config names it
   return cfg;
 }
 

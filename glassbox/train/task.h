@@ -21,16 +21,18 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
+#include "glassbox/core/task_kind.h"
 #include "glassbox/data/dataset.h"
 #include "glassbox/nn/losses.h"
 #include "glassbox/nn/model.h"
+#include "glassbox/train/eval_metrics.h"
 #include "glassbox/train/optimizer.h"
 
 namespace glassbox::train {
 
 struct StepOutput {
   at::Tensor loss;    // scalar; the Trainer back-propagates it in training
-  at::Tensor logits;  // [B, K] (optional): enables accuracy logging
+  at::Tensor logits;  // [B, K] (optional): the outputs the task's metrics read (accuracy, F1, R², ...)
 };
 
 class TaskModule {
@@ -49,23 +51,37 @@ class TaskModule {
   }
   // The model's blocks for trainer.freeze_blocks: module paths in forward order (empty: none).
   virtual std::vector<std::string> blocks() { return {}; }
+  // What the outputs mean; the Trainer's validation and test metrics follow it.
+  virtual TaskKind kind() const { return TaskKind::kClassification; }
+  virtual std::unique_ptr<EvalMetrics> eval_metrics() const { return make_eval_metrics(kind()); }
 };
 
-// Classification with a zoo (or any) Model and a Loss.
-class ClassificationTask final : public TaskModule {
+// A zoo (or any) Model trained with a Loss, for one kind of task:
+//   classification  targets [B] int64 (a MixUp batch: timm's soft targets for the loss)
+//   regression      targets [B, T] float32 (a MixUp batch: the targets mixed with the same weights)
+//   multilabel      targets [B, L] 0/1 float32 (mixed like regression's)
+class ModelTask : public TaskModule {
  public:
-  ClassificationTask(std::unique_ptr<nn::Model> model, nn::Loss loss);
+  ModelTask(TaskKind kind, std::unique_ptr<nn::Model> model, nn::Loss loss);
   torch::nn::Module& module() override { return *model_->module(); }
   std::shared_ptr<torch::nn::Module> module_ptr() override { return model_->module(); }
   std::string name() const override { return model_->name(); }
   StepOutput training_step(const data::Batch& batch) override;
   // The model's stages that own parameters.
   std::vector<std::string> blocks() override;
+  TaskKind kind() const override { return kind_; }
   nn::Model& model() { return *model_; }
 
  private:
+  TaskKind kind_;
   std::unique_ptr<nn::Model> model_;
   nn::Loss loss_;
+};
+
+class ClassificationTask final : public ModelTask {
+ public:
+  ClassificationTask(std::unique_ptr<nn::Model> model, nn::Loss loss)
+      : ModelTask(TaskKind::kClassification, std::move(model), std::move(loss)) {}
 };
 
 }  // namespace glassbox::train

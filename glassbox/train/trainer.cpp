@@ -116,6 +116,8 @@ void Trainer::setup(TaskModule& task, DataModule& data) {
   }
   // Freezing: name patterns, a share of the parameters from the input side, the first blocks.
   freeze_ = apply_freeze(task.module(), options_, task.blocks());
+  unfrozen_ = false;
+  unfrozen_lr_ = 0.0;
   trainable_.clear();
   for (const auto& p : task.module().parameters(true))
     if (p.requires_grad()) trainable_.push_back(p);
@@ -242,7 +244,47 @@ void Trainer::train_mode() {
   if (options_.frozen_bn_eval) keep_frozen_batchnorm_eval(task_->module());
 }
 
+void Trainer::unfreeze_backbone(double lr) {
+  ParamGroup g;
+  for (const auto& item : task_->module().named_parameters(true)) {
+    if (std::find(freeze_.frozen_names.begin(), freeze_.frozen_names.end(), item.key()) == freeze_.frozen_names.end())
+      continue;
+    item.value().set_requires_grad(true);
+    g.params.push_back(item.value());
+    g.names.push_back(item.key());
+  }
+  g.lr = lr;
+  g.weight_decay = optimizer_options_.weight_decay;
+  g.momentum = optimizer_->groups().front().momentum;
+  optimizer_->add_param_group(std::move(g));
+  trainable_.clear();
+  for (const auto& p : task_->module().parameters(true))
+    if (p.requires_grad()) trainable_.push_back(p);
+  unfrozen_ = true;
+  unfrozen_lr_ = lr;
+}
+
+void Trainer::finetune_epoch_start() {
+  const std::int64_t at = options_.unfreeze_at_epoch;
+  if (at < 0 || epoch_ < at || resume_batch_ > 0) return;  // a resumed epoch has had its start already
+  const double head_lr = optimizer_->lr(0);
+  if (!unfrozen_) {
+    unfreeze_backbone(head_lr * options_.unfreeze_lr_ratio);
+    logger_.log({{"epoch", epoch_},
+                 {"step", global_step_},
+                 {"unfrozen_parameters", freeze_.frozen},
+                 {"backbone_lr", unfrozen_lr_}});
+    return;
+  }
+  // Lightning: the previous rate times the multiplier, never above the first group's (align).
+  double next = unfrozen_lr_ * options_.unfreeze_lr_multiplier;
+  if (options_.unfreeze_align && next > head_lr) next = head_lr;
+  unfrozen_lr_ = next;
+  optimizer_->set_lr(optimizer_->num_groups() - 1, next);
+}
+
 void Trainer::train_epoch() {
+  finetune_epoch_start();
   train_mode();
   each_callback([&](Callback& c) { c.on_train_epoch_start(*this); });
   train_loader_->start_epoch(epoch_, resume_batch_);
@@ -300,7 +342,7 @@ void Trainer::train_epoch() {
                               {"step", global_step_},
                               {"train_loss", out.loss.item<double>()},
                               {"lr", optimizer_->lr(0)}};
-        if (out.logits.defined() && out.logits.dim() == 2) {
+        if (out.logits.defined() && out.logits.dim() == 2 && batch.targets.dim() == 1) {
           row["train_acc"] = static_cast<double>(metrics::count_topk_correct(out.logits.detach(), batch.targets, 1)) /
                              static_cast<double>(bsz);
         }
@@ -310,7 +352,7 @@ void Trainer::train_epoch() {
         callback_metrics_["train_loss_step"] = row["train_loss"].get<double>();
       }
     }
-    if (out.logits.defined() && out.logits.dim() == 2 &&
+    if (out.logits.defined() && out.logits.dim() == 2 && batch.targets.dim() == 1 &&
         (batch_in_epoch_ % 10 == 0 || batch_in_epoch_ == num_train_batches_)) {
       // A sampled running accuracy (every 10th batch) keeps per-step overhead negligible.
       epoch_correct_ += metrics::count_topk_correct(out.logits.detach(), batch.targets, 1);
@@ -437,9 +479,9 @@ EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data
   data::Loader loader(ds, data_->eval_loader_options());
   loader.start_epoch(0);
   at::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
-  std::int64_t correct = 0, seen = 0, batches = 0;
+  std::int64_t seen = 0, batches = 0;
   const bool test = std::string(stage) == "test";
-  std::vector<at::Tensor> probs, labels;  // for the classification metrics
+  const std::unique_ptr<EvalMetrics> metrics = task_->eval_metrics();
   while (auto b = loader.next()) {
     if (limit_batches >= 0 && batches >= limit_batches) break;
     data::Batch batch = to_device(std::move(*b));
@@ -450,38 +492,18 @@ EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data
     }
     const std::int64_t bsz = batch.size();
     if (out.loss.defined()) loss_sum.add_(out.loss.detach().to(torch::kDouble) * static_cast<double>(bsz));
-    if (out.logits.defined() && out.logits.dim() == 2) {
-      correct += metrics::count_topk_correct(out.logits, batch.targets, 1);
-      if (batch.targets.dim() == 1 && !batch.targets.is_floating_point()) {
-        probs.push_back(torch::softmax(out.logits.detach().to(torch::kDouble), 1).cpu());
-        labels.push_back(batch.targets.cpu());
-      }
-    }
+    if (out.logits.defined() && out.logits.dim() == 2) metrics->update(out.logits, batch.targets);
     seen += bsz;
     ++batches;
   }
   EvalResult r;
   r.samples = seen;
-  if (seen > 0) {
-    r.loss = loss_sum.item<double>() / static_cast<double>(seen);
-    r.accuracy = static_cast<double>(correct) / static_cast<double>(seen);
-  }
-  if (!probs.empty()) {
-    const metrics::ClassificationReport c =
-        metrics::classification_report(metrics::classification_input(torch::cat(labels), torch::cat(probs)));
-    r.metrics["macro_f1"] = c.macro.f1;
-    r.metrics["weighted_f1"] = c.weighted.f1;
-    r.metrics["macro_precision"] = c.macro.precision;
-    r.metrics["macro_recall"] = c.macro.recall;
-    r.metrics["macro_ap"] = c.average_precision_macro;
-    if (std::isfinite(c.roc_auc_macro)) r.metrics["roc_auc_macro"] = c.roc_auc_macro;
-    if (c.per_class.size() <= 50) {
-      for (std::size_t k = 0; k < c.per_class.size(); ++k) {
-        r.metrics["precision_" + std::to_string(k)] = c.per_class[k].prf.precision;
-        r.metrics["recall_" + std::to_string(k)] = c.per_class[k].prf.recall;
-        r.metrics["f1_" + std::to_string(k)] = c.per_class[k].prf.f1;
-      }
-    }
+  if (seen > 0) r.loss = loss_sum.item<double>() / static_cast<double>(seen);
+  r.metrics = metrics->compute();
+  if (auto it = r.metrics.find("acc"); it != r.metrics.end()) {
+    r.accuracy = it->second;
+    r.has_accuracy = true;
+    r.metrics.erase(it);
   }
   return r;
 }
@@ -494,7 +516,7 @@ void Trainer::run_validation() {
                                  : resolve_batches(options_.limit_val_batches, full, "limit_val_batches");
   EvalResult r = run_eval("val", val_set_, limit);
   callback_metrics_["val_loss"] = r.loss;
-  callback_metrics_["val_acc"] = r.accuracy;
+  if (r.has_accuracy) callback_metrics_["val_acc"] = r.accuracy;
   for (const auto& [k, v] : r.metrics) callback_metrics_["val_" + k] = v;
   each_callback([&](Callback& c) { c.on_validation_end(*this); });
 }
@@ -518,9 +540,23 @@ EvalResult Trainer::test(TaskModule& task, DataModule& data) {
                                  : resolve_batches(options_.limit_test_batches, full, "limit_test_batches");
   EvalResult r = run_eval("test", ds, limit);
   callback_metrics_["test_loss"] = r.loss;
-  callback_metrics_["test_acc"] = r.accuracy;
   if (options_.fast_dev_run == 0) {
-    logger_.log({{"epoch", epoch_}, {"step", global_step_}, {"test_loss", r.loss}, {"test_acc", r.accuracy}});
+    nlohmann::json row = {{"epoch", epoch_}, {"step", global_step_}, {"test_loss", r.loss}};
+    if (r.has_accuracy) {
+      callback_metrics_["test_acc"] = r.accuracy;
+      row["test_acc"] = r.accuracy;
+    } else {
+      // Without an accuracy the test row carries the task's metrics (mae, r2, micro_f1, ...), but
+      // not the per-target ones.
+      for (const auto& [k, v] : r.metrics) {
+        callback_metrics_["test_" + k] = v;
+        const std::size_t cut = k.rfind('_');
+        const bool per_output = cut != std::string::npos && cut + 1 < k.size() &&
+                                k.find_first_not_of("0123456789", cut + 1) == std::string::npos;
+        if (!per_output) row["test_" + k] = v;
+      }
+    }
+    logger_.log(row);
     logger_.flush_csv();
   }
   each_callback([&](Callback& c) { c.on_test_end(*this); });

@@ -50,11 +50,11 @@ const char* stop_kind_name(StopKind kind);  // "max_epochs", ..., "interrupted"
 
 struct EvalResult {
   double loss = 0.0;
-  double accuracy = 0.0;
+  double accuracy = 0.0;  // classification only (has_accuracy)
+  bool has_accuracy = false;
   std::int64_t samples = 0;
-  // With class logits: scikit-learn's macro_f1, weighted_f1, macro_precision, macro_recall,
-  // macro_ap (AUPRC), roc_auc_macro (when defined) and, for at most 50 classes, precision_<k>,
-  // recall_<k> and f1_<k> (the Trainer logs them as val_* / test_*).
+  // The task's metrics but the accuracy (eval_metrics.h lists them; the Trainer logs them as
+  // val_* / test_*).
   std::map<std::string, double> metrics;
 };
 
@@ -92,6 +92,8 @@ class Trainer {
   const std::string& stop_reason() const { return stop_reason_; }
   // What trainer.freeze / freeze_fraction / freeze_blocks froze (after setup).
   const FreezeReport& freeze_report() const { return freeze_; }
+  // The learning rate of the layers BackboneFinetuning unfroze (0 while they are frozen).
+  double unfrozen_lr() const { return unfrozen_ ? unfrozen_lr_ : 0.0; }
   StopKind stop_kind() const { return stop_kind_; }
   const std::filesystem::path& run_dir() const { return run_dir_; }
   bool writes_files() const { return !run_dir_.empty() && options_.fast_dev_run == 0; }
@@ -133,6 +135,10 @@ class Trainer {
   void train_mode();  // module.train(), frozen BatchNorm kept in eval (trainer.frozen_bn_eval)
   void optimizer_step();
   void apply_schedule();  // scheduler lrs (and momentums) -> optimiser
+  // BackboneFinetuning at the start of an epoch: the frozen layers join at unfreeze_at_epoch, and
+  // their learning rate grows each epoch after.
+  void finetune_epoch_start();
+  void unfreeze_backbone(double lr);
   EvalResult run_eval(const char* stage, const std::shared_ptr<const data::Dataset>& ds, std::int64_t limit_batches);
   void run_validation();
   data::Batch to_device(data::Batch batch) const;
@@ -186,6 +192,8 @@ class Trainer {
   bool fitting_ = false;
   std::vector<at::Tensor> trainable_;
   FreezeReport freeze_;
+  bool unfrozen_ = false;     // BackboneFinetuning: the frozen layers are training (the last group)
+  double unfrozen_lr_ = 0.0;  // their learning rate
   at::Tensor epoch_loss_sum_;
   std::int64_t epoch_loss_count_ = 0;
   std::int64_t epoch_correct_ = 0;

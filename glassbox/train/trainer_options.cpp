@@ -35,6 +35,12 @@ void TrainerOptions::visit(FieldVisitor& v) {
   v.field("freeze_blocks", freeze_blocks,
           "freeze the model's first N blocks: its stages that own parameters, in forward order (a ResNet's conv1, "
           "bn1, layer1.0, ...; a MobileNet's features.0, features.1, ...); 0: off");
+  v.field("unfreeze_at_epoch", unfreeze_at_epoch,
+          "the frozen layers join training at this epoch (Lightning's BackboneFinetuning), in an optimiser group of "
+          "their own; -1: never");
+  v.field("unfreeze_lr_ratio", unfreeze_lr_ratio, "their first learning rate, relative to the first group's");
+  v.field("unfreeze_lr_multiplier", unfreeze_lr_multiplier, "their learning rate's factor at each later epoch");
+  v.field("unfreeze_align", unfreeze_align, "never raise their learning rate above the first group's");
   v.field("channels_last", channels_last,
           "convolution weights and image batches in channels-last (NHWC) memory order, as torch.channels_last: "
           "faster convolutions on GPUs (tensor cores) and with oneDNN; the numbers are the same up to rounding");
@@ -56,6 +62,16 @@ void TrainerOptions::validate() const {
            "trainer.freeze_fraction must be in [0, 1), got " << freeze_fraction, "use e.g. 0.7, or 0 for none");
   GB_CHECK(freeze_blocks >= 0, InvalidArgument, "trainer.freeze_blocks must be >= 0, got " << freeze_blocks,
            "use e.g. 3, or 0 for none");
+  GB_CHECK(unfreeze_at_epoch >= -1, InvalidArgument,
+           "trainer.unfreeze_at_epoch must be >= 0 or -1, got " << unfreeze_at_epoch, "use e.g. 10, or -1 for never");
+  GB_CHECK(unfreeze_at_epoch < 0 || !freeze.empty() || freeze_fraction > 0 || freeze_blocks > 0, InvalidArgument,
+           "trainer.unfreeze_at_epoch = " << unfreeze_at_epoch << " but nothing is frozen",
+           "freeze the backbone first: trainer.freeze_fraction, freeze_blocks or freeze");
+  GB_CHECK(unfreeze_lr_ratio > 0 && std::isfinite(unfreeze_lr_ratio), InvalidArgument,
+           "trainer.unfreeze_lr_ratio must be > 0, got " << unfreeze_lr_ratio, "use 0.1 (Lightning's default)");
+  GB_CHECK(unfreeze_lr_multiplier > 0 && std::isfinite(unfreeze_lr_multiplier), InvalidArgument,
+           "trainer.unfreeze_lr_multiplier must be > 0, got " << unfreeze_lr_multiplier,
+           "use 1.5 (Lightning's default)");
   GB_CHECK(max_epochs >= -1 && max_epochs != 0, InvalidArgument,
            "trainer.max_epochs must be >= 1 or -1, got " << max_epochs, "use e.g. 10");
   GB_CHECK(max_steps >= -1 && max_steps != 0, InvalidArgument,

@@ -54,10 +54,17 @@ struct TrainerOptions {
   bool deterministic = false;
   std::int64_t seed = 42;
   std::int64_t log_every_n_steps = 50;
-  std::vector<std::string> freeze;      // parameter-name patterns (glob: "features.*") to freeze
-  double freeze_fraction = 0.0;         // freeze whole layers from the input side until this share of parameters
-  std::int64_t freeze_blocks = 0;       // freeze the model's first N blocks (its stages with parameters)
-  bool frozen_bn_eval = true;           // BatchNorm layers whose parameters are all frozen stay in eval mode
+  std::vector<std::string> freeze;  // parameter-name patterns (glob: "features.*") to freeze
+  double freeze_fraction = 0.0;     // freeze whole layers from the input side until this share of parameters
+  std::int64_t freeze_blocks = 0;   // freeze the model's first N blocks (its stages with parameters)
+  bool frozen_bn_eval = true;       // BatchNorm layers whose parameters are all frozen stay in eval mode
+  // Lightning's BackboneFinetuning: the layers frozen above join training at this epoch, as a new
+  // optimiser group at unfreeze_lr_ratio x group 0's lr, multiplied by unfreeze_lr_multiplier each
+  // later epoch (capped at group 0's lr with unfreeze_align). -1: they stay frozen.
+  std::int64_t unfreeze_at_epoch = -1;
+  double unfreeze_lr_ratio = 0.1;
+  double unfreeze_lr_multiplier = 1.5;
+  bool unfreeze_align = true;
   bool channels_last = false;           // 4-d weights and image batches in NHWC memory order
   bool gradient_checkpointing = false;  // recompute each block in backward instead of keeping activations
   std::string device = "auto";          // cpu | cuda | cuda:N | auto

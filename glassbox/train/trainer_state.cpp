@@ -45,6 +45,7 @@ void Trainer::save_checkpoint(const std::filesystem::path& dir, bool weights_onl
                          {"seen", epoch_seen_}};
     }
     s["optimizer"] = optimizer_->state_json();
+    if (unfrozen_) s["unfrozen_backbone"] = {{"lr", unfrozen_lr_}};
     s["scheduler"] = scheduler_->state();
     nlohmann::json cb = nlohmann::json::object();
     for (const auto& callback : callbacks_) cb[callback->name()] = callback->state();
@@ -79,6 +80,8 @@ void Trainer::restore(const std::filesystem::path& path, const ResumeOptions& re
       "set model.name = \"" + model + "\" or start a new run");
   load_module_state(task_->module(), c.model, s.value("trainable_only", false));
   try {
+    // BackboneFinetuning had unfrozen the backbone: its group exists again before the state loads.
+    if (s.contains("unfrozen_backbone") && !unfrozen_) unfreeze_backbone(s["unfrozen_backbone"].at("lr").get<double>());
     optimizer_->load_state(c.optimizer, s.at("optimizer"));
     scheduler_->load_state(s.at("scheduler"));
     epoch_ = s.at("resume").at("epoch").get<std::int64_t>();

@@ -237,6 +237,88 @@ TEST(Trainer, FreezeFractionKeepsTheInputSideAndItsBatchNormStatistics) {
   EXPECT_FALSE(torch::equal(bn0_mean, task->module().named_buffers()["body.bn0.running_mean"]));
 }
 
+// Lightning's BackboneFinetuning (tests/reference/finetune_ref.py runs it): the frozen layers join
+// at unfreeze_at_epoch in a group of their own, whose lr grows each epoch; the same sequence of
+// group lrs, the frozen weights untouched before, and a resume after the unfreeze is bit-exact.
+class LrRecorder final : public Callback {
+ public:
+  std::string name() const override { return "LrRecorder"; }
+  void on_train_epoch_start(Trainer& t) override { lrs.push_back(t.optimizer()->lrs()); }
+  std::vector<std::vector<double>> lrs;
+};
+
+TEST(Trainer, BackboneFinetuningFollowsLightning) {
+  const auto ref = nlohmann::json::parse(testing::run_python("tests/reference/finetune_ref.py"));
+  ToyData data;
+  OptimizerOptions sgd;
+  sgd.name = OptimizerKind::kSgd;
+  for (const auto& c : ref["cases"]) {
+    sgd.lr = c["lr"].get<double>();
+    auto task = make_task(3);
+    const at::Tensor fc0 = task->module().named_parameters()["body.fc0.weight"].clone();
+    TrainerOptions t = quiet(c["epochs"].get<std::int64_t>());
+    t.freeze_fraction = 0.5;
+    t.unfreeze_at_epoch = c["unfreeze_at"].get<std::int64_t>();
+    t.unfreeze_lr_ratio = c["ratio"].get<double>();
+    t.unfreeze_lr_multiplier = c["multiplier"].get<double>();
+    t.unfreeze_align = c["align"].get<bool>();
+    Trainer trainer(t, sgd, SchedulerOptions{});
+    auto rec = std::make_unique<LrRecorder>();
+    LrRecorder* seen = rec.get();
+    trainer.add_callback(std::move(rec));
+    trainer.fit(*task, data);
+    const auto want = c["lrs"].get<std::vector<std::vector<double>>>();
+    ASSERT_EQ(seen->lrs.size(), want.size()) << c.dump();
+    for (std::size_t e = 0; e < want.size(); ++e) {
+      ASSERT_EQ(seen->lrs[e].size(), want[e].size()) << "epoch " << e << " " << c.dump();
+      for (std::size_t g = 0; g < want[e].size(); ++g)
+        EXPECT_NEAR(seen->lrs[e][g], want[e][g], 1e-15) << "epoch " << e << " group " << g << " " << c.dump();
+    }
+    EXPECT_FALSE(torch::equal(fc0, task->module().named_parameters()["body.fc0.weight"]));  // trained at the end
+    EXPECT_GT(trainer.unfrozen_lr(), 0.0);
+  }
+
+  // Frozen until the epoch, then training; a resume after the unfreeze ends where an uninterrupted
+  // run does (the added group and its lr come back from the checkpoint).
+  const fs::path a_dir = testing::temp_dir("finetune_a");
+  const fs::path b_dir = testing::temp_dir("finetune_b");
+  TrainerOptions t = quiet(4);
+  t.freeze_fraction = 0.5;
+  t.unfreeze_at_epoch = 2;
+  auto a = make_task(5);
+  {
+    const at::Tensor fc0 = a->module().named_parameters()["body.fc0.weight"].clone();
+    TrainerOptions two = t;
+    two.max_epochs = 2;
+    Trainer first(two, adamw(), SchedulerOptions{}, testing::temp_dir("finetune_frozen"));
+    first.fit(*a, data);
+    EXPECT_TRUE(torch::equal(fc0, a->module().named_parameters()["body.fc0.weight"]));  // epochs 0, 1: frozen
+    EXPECT_EQ(first.unfrozen_lr(), 0.0);
+  }
+  a = make_task(5);
+  {
+    Trainer full(t, adamw(), onecycle(), a_dir);
+    full.fit(*a, data);
+  }
+  {
+    auto b = make_task(5);
+    Trainer part(t, adamw(), onecycle(), b_dir);
+    part.add_callback(std::make_unique<ModelCheckpoint>(CheckpointOptions{}));
+    part.add_callback(std::make_unique<StopAtStep>(52));  // mid-epoch 3, after the unfreeze at epoch 2
+    part.fit(*b, data);
+    ASSERT_EQ(part.global_step(), 52);
+  }
+  auto c = make_task(99);
+  Trainer resumed(t, adamw(), onecycle(), b_dir);
+  resumed.fit(*c, data, b_dir / "checkpoints" / "last.ckpt");
+  EXPECT_EQ(resumed.global_step(), 60);
+  expect_same_weights(a->module(), c->module());
+
+  TrainerOptions none = quiet(1);
+  none.unfreeze_at_epoch = 1;
+  EXPECT_THROW(none.validate(), Error);  // nothing frozen to unfreeze
+}
+
 TEST(Trainer, ResumeMidEpochIsBitExact) {
   for (std::int64_t workers : {0, 2}) {
     const fs::path a_dir = testing::temp_dir("resume_a");

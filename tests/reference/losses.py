@@ -2,7 +2,7 @@
 
 Prints JSON: the inputs (logits, targets) and, for each case, the options and PyTorch's loss.
 The focal loss is the usual definition written with torch.nn.functional; the soft-target
-(MixUp/CutMix) values are timm's.
+(MixUp/CutMix) values are timm's; "real" holds the regression and multi-label losses.
 """
 import json
 
@@ -47,4 +47,26 @@ soft_focal = (0.75 * (1 - torch.exp(-ce_rows)) ** 2.0 * ce_rows).mean()
 mixed = {"lam": lam.tolist(), "smoothing": 0.1, "soft_targets": soft.tolist(), "cross_entropy": soft_ce.item(),
          "focal_alpha_0.75_gamma_2": soft_focal.item()}
 
-print(json.dumps({"logits": logits.tolist(), "targets": targets.tolist(), "cases": cases, "mixed": mixed}))
+# Regression and multi-label: F.mse_loss, F.l1_loss, F.huber_loss and
+# F.binary_cross_entropy_with_logits on [13, 3] outputs.
+outputs = (torch.randn(13, 3, dtype=torch.float64) * 2).float()
+values = (torch.randn(13, 3, dtype=torch.float64) * 2).float()
+bits = (torch.rand(13, 3) < 0.4).float()
+real = []
+for red in ("mean", "sum", "none"):
+    real.append({"name": "mse", "reduction": red, "targets": "values",
+                 "value": F.mse_loss(outputs, values, reduction=red).reshape(-1).tolist()})
+    real.append({"name": "mae", "reduction": red, "targets": "values",
+                 "value": F.l1_loss(outputs, values, reduction=red).reshape(-1).tolist()})
+    for delta in (1.0, 0.5):
+        real.append({"name": "huber", "delta": delta, "reduction": red, "targets": "values",
+                     "value": F.huber_loss(outputs, values, reduction=red, delta=delta).reshape(-1).tolist()})
+    for pw in (None, [0.5, 2.0, 3.0]):
+        v = F.binary_cross_entropy_with_logits(outputs, bits, reduction=red,
+                                               pos_weight=None if pw is None else torch.tensor(pw))
+        real.append({"name": "bce", "pos_weight": pw or [], "reduction": red, "targets": "bits",
+                     "value": v.reshape(-1).tolist()})
+
+print(json.dumps({"logits": logits.tolist(), "targets": targets.tolist(), "cases": cases, "mixed": mixed,
+                  "real": {"outputs": outputs.tolist(), "values": values.tolist(), "bits": bits.tolist(),
+                           "cases": real}}))

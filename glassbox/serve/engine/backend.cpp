@@ -297,7 +297,7 @@ class TorchInstance final : public ModelInstance {
                      << triton::DataType_Name(o.config_type),
              std::string("return tensors (or List[str] for TYPE_STRING outputs)"));
     at::Tensor t = v.toTensor();
-    if (p.probabilities && k == 0 && t.dim() >= 2) t = t.softmax(1);
+    if (p.probabilities && k == 0 && t.dim() >= 2) t = p.sigmoid_outputs ? t.sigmoid() : t.softmax(1);
     GB_CHECK(t.scalar_type() == o.dtype, Internal,
              p.who() << ": output '" << o.name << "' is " << detail::dtype_text(t.scalar_type())
                      << ", config.pbtxt says " << triton::DataType_Name(o.config_type),

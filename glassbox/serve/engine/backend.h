@@ -26,7 +26,8 @@
 //     BGR model the channels are reversed (clients send RGB), then (x - mean[c]) / std[c] with the
 //     statistics in the model's channel order — so clients can send raw uint8 pixels. With the
 //     config parameter "glassbox.output" = "probabilities" and a contract whose output kind is
-//     logits, output 0 is softmax(logits, 1).
+//     logits, output 0 is softmax(logits, 1) — a sigmoid per label for a multi-label model (its
+//     contract's output.task); a regression model refuses the parameter.
 //
 // Load checks: load_backend runs the model once (on the first instance's device) with
 // the first model_warmup sample, or, without one, a batch of 1 of zeros (empty strings for BYTES,

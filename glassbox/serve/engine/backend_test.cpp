@@ -213,9 +213,11 @@ output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 2 ] }, { name: "OUTPUT
 }
 
 // A glassbox repository model: contract + platform glassbox; raw uint8 pixels in.
-fs::path write_glassbox_model(const fs::path& repo, const std::string& name, const std::string& output_param) {
+fs::path write_glassbox_model(const fs::path& repo, const std::string& name, const std::string& output_param,
+                              TaskKind task = TaskKind::kClassification) {
   nn::ModelContract c;
   c.name = name;
+  c.task = task;
   c.input_shape = {3, 2, 2};
   c.scale = 1.0 / 255.0;
   c.mean = {0.1, 0.2, 0.3};
@@ -252,6 +254,14 @@ TEST(Backend, GlassboxPlatformAppliesTheContractsPreprocessing) {
           ->create_instance(0);
   const auto p = run(*probs, {{wire("INPUT__0", pixels)}});
   EXPECT_TRUE(torch::allclose(from_wire(p[0][0]), want.softmax(1), 1e-5, 1e-7));
+  // A multi-label model's probabilities are a sigmoid per label; a regression model has none.
+  const std::string as_probs = "parameters { key: \"glassbox.output\" value: { string_value: \"probabilities\" } }";
+  auto multi = load(write_glassbox_model(repo, "multi", as_probs, TaskKind::kMultilabel))->create_instance(0);
+  EXPECT_TRUE(torch::allclose(from_wire(run(*multi, {{wire("INPUT__0", pixels)}})[0][0]), want.sigmoid(), 1e-5, 1e-7));
+  const Error reg = load_error(write_glassbox_model(repo, "reg", as_probs, TaskKind::kRegression));
+  EXPECT_NE(reg.message().find("but the model is a regression model"), std::string::npos) << reg.one_line();
+  auto values = load(write_glassbox_model(repo, "values", "", TaskKind::kRegression))->create_instance(0);
+  EXPECT_TRUE(torch::allclose(from_wire(run(*values, {{wire("INPUT__0", pixels)}})[0][0]), want, 1e-5, 1e-6));
 
   // No contract.json: NotFound naming the file.
   fs::remove(repo / "raw" / "contract.json");

@@ -209,7 +209,11 @@ void plan_glassbox(Plan& p, const exporter::RepositoryEntry& entry) {
   GB_CHECK(output == "logits" || output == "probabilities", InvalidArgument,
            p.who() << ": parameter glassbox.output is \"" << output << "\"",
            std::string("use \"probabilities\" (softmax of the logits) or \"logits\""));
+  GB_CHECK(!(output == "probabilities" && c.task == TaskKind::kRegression), InvalidArgument,
+           p.who() << ": parameter glassbox.output is \"probabilities\" but the model is a regression model",
+           std::string("remove the parameter: a regression model's outputs are its values"));
   p.probabilities = output == "probabilities" && c.output_kind == nn::OutputKind::kLogits;
+  p.sigmoid_outputs = c.task == TaskKind::kMultilabel;
 }
 
 }  // namespace

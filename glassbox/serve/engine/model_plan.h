@@ -87,7 +87,8 @@ struct Plan {
   // the contract's preprocessing.image says into a raw sample of shape image_shape.
   std::shared_ptr<const data::ImagePreprocessor> image;
   std::vector<std::int64_t> image_shape;
-  bool probabilities = false;
+  bool probabilities = false;    // output 0 becomes probabilities: softmax, or sigmoid for sigmoid_outputs
+  bool sigmoid_outputs = false;  // a multi-label model: each label's own sigmoid
 
   std::string who() const { return "model '" + model + "' version " + std::to_string(version); }
 };
