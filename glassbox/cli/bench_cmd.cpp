@@ -178,11 +178,11 @@ void add_bench(CLI::App& app) {
   train->add_option("--mobilenet-input", *mobilenet_input, "mobilenet_v3_small's input CxHxW")->capture_default_str();
   train
       ->add_option("--compute-steps", o->compute_steps,
-                   "mobilenet_v3_small's measured steps (default: --steps / 10, at least 2)")
+                   "mobilenet_v3_small's measured steps (default: --steps / 25, at least 2)")
       ->check(CLI::PositiveNumber);
   train
       ->add_option("--compute-warmup", o->compute_warmup,
-                   "mobilenet_v3_small's warm-up steps (default: --warmup / 10, at least 1)")
+                   "mobilenet_v3_small's warm-up steps (default: --warmup / 20, at least 1)")
       ->check(CLI::PositiveNumber);
   train->add_flag("--skip-python", o->skip_python, "measure the C++ loops only (Python anchors null)");
   train->add_flag("--skip-compile", o->skip_compile, "no torch.compile anchor (compiled_sps null)");
