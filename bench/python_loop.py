@@ -88,6 +88,12 @@ def main():
     forward = model
     info = {"torch": torch.__version__, "params": params}
     if args.compile:
+        # The generated kernels' OpenMP regions get --threads too: inductor's default is taken
+        # where the graph is compiled, and a graph cached by a run with another thread count
+        # would be reused (the cache key includes this setting, not torch.get_num_threads()).
+        import torch._inductor.config as inductor_config
+
+        inductor_config.cpp.threads = args.threads
         forward = torch.compile(model)
     nb = args.samples // args.batch_size
 
