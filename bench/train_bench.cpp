@@ -143,6 +143,7 @@ class PeakRss {
 struct TrainerRun {
   bool probes = false;         // the default [diagnostics] of a run
   bool checkpointing = false;  // Model::set_gradient_checkpointing(true), as trainer.gradient_checkpointing
+  bool channels_last = false;  // trainer.channels_last: NHWC weights and batches
   std::optional<double>* peak_rss_growth_mb = nullptr;  // of the measured fit
 };
 
@@ -167,6 +168,7 @@ double measure_trainer(const TrainBenchOptions& o, const BenchModel& m, Syntheti
     t.device = "cpu";
     t.log_every_n_steps = 50;
     t.gradient_checkpointing = how.checkpointing;  // applied to the model above, as the app does
+    t.channels_last = how.channels_last;
     train::Trainer trainer(t, adamw(), train::SchedulerOptions{});
     const std::filesystem::path dir =
         std::filesystem::temp_directory_path() / ("glassbox-bench-probes-" + std::to_string(::getpid()));
@@ -312,7 +314,7 @@ struct Section {
   BenchModel model;
   std::shared_ptr<SyntheticData> data;
   std::string python_args;  // python_loop.py's --model/--input/--samples
-  double trainer = 0, raw_fused = 0, python_fused = 0, lightning = 0, checkpointing = 0;
+  double trainer = 0, raw_fused = 0, python_fused = 0, lightning = 0, checkpointing = 0, channels_last = 0;
   std::optional<double> peak_mb, checkpointing_peak_mb;  // the smallest growth of the repeats
   nlohmann::json compiled = {{"sps", nullptr}};          // python_loop.py --compile's JSON
   std::int64_t python_params = -1;
@@ -353,6 +355,9 @@ nlohmann::json section_json(const Section& s, double mlp_trainer, bool skip_pyth
   j["trainer_vs_compiled"] = ratio(trainer, sps_of(s.compiled));
   j["trainer_vs_lightning"] = ratio(trainer, s.lightning);
   if (s.compute_bound()) {
+    // The Trainer's own answer to the layout the compiled graph picks (see docs/benchmarks.md).
+    j["trainer_channels_last_sps"] = s.channels_last;
+    j["trainer_channels_last_vs_compiled"] = ratio(s.channels_last, sps_of(s.compiled));
     j["checkpointing_sps"] = s.checkpointing;
     j["checkpointing_time_ratio"] = ratio(s.trainer, s.checkpointing);  // step time with / without
     j["peak_rss_growth_mb"] = s.peak_mb ? nlohmann::json(*s.peak_mb) : nlohmann::json(nullptr);
@@ -399,7 +404,7 @@ nlohmann::json run_train_bench(const TrainBenchOptions& in) {
   bar.set_unit("measurements");
   std::int64_t total = o.repeats * (o.skip_python ? 2 : 4) + 2 * o.probe_pairs;
   for (const Section& s : sections) {
-    total += o.repeats * ((s.compute_bound() ? 3 : 1) + (o.skip_python ? 0 : 2)) + (compile ? 1 : 0);
+    total += o.repeats * ((s.compute_bound() ? 4 : 1) + (o.skip_python ? 0 : 2)) + (compile ? 1 : 0);
   }
   std::int64_t done = 0;
   bar.start("bench train", total);
@@ -425,6 +430,8 @@ nlohmann::json run_train_bench(const TrainBenchOptions& in) {
         step(m.key + ": trainer, gradient checkpointing");
         s.checkpointing = std::max(
             s.checkpointing, measure_trainer(o, m, *s.data, {.checkpointing = true, .peak_rss_growth_mb = &ckpt_mb}));
+        step(m.key + ": trainer, channels_last");
+        s.channels_last = std::max(s.channels_last, measure_trainer(o, m, *s.data, {.channels_last = true}));
         keep_min(s.peak_mb, plain_mb);
         keep_min(s.checkpointing_peak_mb, ckpt_mb);
       }

@@ -191,8 +191,9 @@ void add_bench(CLI::App& app) {
       "Anchors: raw (LibTorch, torch::optim::AdamW), python, lightning on the MLP at the top level; per model\n"
       "(JSON objects \"mlp\", \"mobilenet_v3_small\"): raw_fused (forward, loss, backward, glassbox's fused\n"
       "AdamW step), python_fused (AdamW(fused=True)), compiled (torch.compile, compilation excluded; null with\n"
-      "compiled_error when it cannot run), lightning (fused); on mobilenet_v3_small also gradient\n"
-      "checkpointing (checkpointing_time_ratio, checkpointing_memory_ratio: peak RSS growth with / without).\n"
+      "compiled_error when it cannot run), lightning (fused); on mobilenet_v3_small also the Trainer with\n"
+      "trainer.channels_last and gradient checkpointing (checkpointing_time_ratio, checkpointing_memory_ratio:\n"
+      "peak RSS growth with / without).\n"
       "\n"
       "Examples:\n"
       "  glassbox bench train --json                # everything, about 10 minutes on 2 cores\n"
@@ -230,6 +231,11 @@ void add_bench(CLI::App& app) {
                                  num(m["trainer_vs_" + std::string(a)], "{:.3f}"));
       }
       if (m.contains("compiled_error")) std::cout << "  compiled: " << m["compiled_error"].get<std::string>() << "\n";
+      if (m.contains("trainer_channels_last_sps")) {
+        std::cout << fmt::format("  trainer, channels_last {} samples/s, trainer_channels_last_vs_compiled {}\n",
+                                 num(m["trainer_channels_last_sps"], "{:.1f}"),
+                                 num(m["trainer_channels_last_vs_compiled"], "{:.3f}"));
+      }
       if (m.contains("checkpointing_sps")) {
         std::cout << fmt::format(
             "  gradient checkpointing {} samples/s: time x{}, peak RSS growth {} MB -> {} MB (x{})\n",

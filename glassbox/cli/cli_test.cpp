@@ -248,8 +248,8 @@ TEST(Cli, BenchTrainReportsEveryModelAgainstItsFusedAnchors) {
     }
   }
   const auto& mb = j["mobilenet_v3_small"];
-  for (const char* k : {"checkpointing_sps", "checkpointing_time_ratio", "peak_rss_growth_mb",
-                        "checkpointing_peak_rss_growth_mb", "checkpointing_memory_ratio"}) {
+  for (const char* k : {"trainer_channels_last_sps", "checkpointing_sps", "checkpointing_time_ratio",
+                        "peak_rss_growth_mb", "checkpointing_peak_rss_growth_mb", "checkpointing_memory_ratio"}) {
     ASSERT_TRUE(mb.contains(k) && mb[k].is_number()) << k;
     EXPECT_GT(mb[k].get<double>(), 0.0) << k;
   }
