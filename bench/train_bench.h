@@ -22,11 +22,12 @@
 // keys <model>.{trainer,raw_fused,python_fused,compiled,lightning}_sps and
 // <model>.trainer_vs_{raw_fused,python_fused,compiled,lightning} (Python anchors null with
 // skip_python). On mobilenet_v3_small also the Trainer with trainer.channels_last
-// (trainer_channels_last_sps, trainer_channels_last_vs_compiled) and gradient checkpointing (the Trainer with
-// Model::set_gradient_checkpointing): checkpointing_sps, checkpointing_time_ratio (step time with
-// / without), and peak memory as the growth of the process's peak RSS over one fit (VmHWM reset
-// through /proc/self/clear_refs after malloc_trim): peak_rss_growth_mb,
-// checkpointing_peak_rss_growth_mb, checkpointing_memory_ratio (with / without).
+// (trainer_channels_last_sps, trainer_channels_last_vs_compiled), and with gradient
+// checkpointing (Model::set_gradient_checkpointing, as trainer.gradient_checkpointing):
+// checkpointing_sps, checkpointing_time_ratio (step time with / without) and peak memory as the
+// growth of the process's peak RSS over one fit (VmHWM reset through /proc/self/clear_refs after
+// malloc_trim): peak_rss_growth_mb, checkpointing_peak_rss_growth_mb, checkpointing_memory_ratio
+// (with / without).
 //
 //   TrainBenchOptions o; o.steps = 2000;
 //   nlohmann::json r = run_train_bench(o);   // trainer_sps, ..., r["mobilenet_v3_small"]["trainer_vs_compiled"]
