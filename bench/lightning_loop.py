@@ -2,6 +2,7 @@
 
 Logging, checkpointing, progress bar and model summary are off (Lightning's barebones-like
 setup), so the figure is Lightning's own loop overhead on top of PyTorch. Prints {"sps": ...}.
+Takes python_loop.py's options (--model, --input, --samples, --fused; not --compile or --repeats).
 """
 import json
 import logging
@@ -14,13 +15,14 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import pytorch_lightning as pl
 
-from python_loop import build, parse_args
+from python_loop import build_model, make_optimizer, parse_args, synthetic
 
 
 class Task(pl.LightningModule):
-    def __init__(self):
+    def __init__(self, args):
         super().__init__()
-        self.model = build([512, 256], 10, 784)
+        self.model = build_model(args.model, args.input_shape)
+        self.fused = args.fused
         self.loss_fn = nn.CrossEntropyLoss()
 
     def training_step(self, batch, batch_idx):
@@ -28,7 +30,7 @@ class Task(pl.LightningModule):
         return self.loss_fn(self.model(xb), yb)
 
     def configure_optimizers(self):
-        return torch.optim.AdamW(self.parameters(), lr=1e-3, weight_decay=0.01)
+        return make_optimizer(self.parameters(), self.fused)
 
 
 class Clock(pl.Callback):
@@ -47,15 +49,13 @@ def main():
     logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    x = torch.randn(args.samples, 1, 28, 28)
-    y = torch.randint(0, 10, (args.samples,))
+    x, y = synthetic(args)
     loader = DataLoader(TensorDataset(x, y), batch_size=args.batch_size, shuffle=True, num_workers=0)
     clock = Clock(args.warmup)
     trainer = pl.Trainer(max_steps=args.warmup + args.steps, accelerator="cpu", devices=1, logger=False,
                          enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                          num_sanity_val_steps=0, callbacks=[clock])
-    trainer.fit(Task(), loader)
+    trainer.fit(Task(args), loader)
     dt = time.perf_counter() - clock.t0
     steps = clock.count - args.warmup
     print(json.dumps({"sps": steps * args.batch_size / dt, "seconds": dt, "lightning": pl.__version__}))

@@ -15,15 +15,15 @@ namespace glassbox::cli {
 
 namespace {
 
-// "3x224x224" -> {3, 224, 224}.
-std::vector<std::int64_t> parse_dims(const std::string& text) {
+// "3x224x224" -> {3, 224, 224}; flag names the option in the error.
+std::vector<std::int64_t> parse_dims(const std::string& text, const std::string& flag = "--resnet-input") {
   std::vector<std::int64_t> dims;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t x = text.find('x', start);
     const std::string part = text.substr(start, x == std::string::npos ? std::string::npos : x - start);
     GB_CHECK(!part.empty() && part.find_first_not_of("0123456789") == std::string::npos, InvalidArgument,
-             "--resnet-input '" << text << "' is not CxHxW", std::string("e.g. --resnet-input 3x64x64"));
+             flag << " '" << text << "' is not CxHxW", "e.g. " + flag + " 3x64x64");
     dims.push_back(std::stoll(part));
     if (x == std::string::npos) break;
     start = x + 1;
@@ -149,18 +149,58 @@ void add_bench(CLI::App& app) {
   cmd->require_subcommand(1);
   auto o = std::make_shared<bench::TrainBenchOptions>();
   auto json = std::make_shared<bool>(false);
-  CLI::App* train =
-      cmd->add_subcommand("train", "Trainer samples/s vs a raw LibTorch loop, Python PyTorch and Lightning");
-  train->add_option("--steps", o->steps, "measured optimiser steps per repeat")->check(CLI::PositiveNumber);
-  train->add_option("--batch-size", o->batch_size, "batch size")->check(CLI::PositiveNumber);
-  train->add_option("--threads", o->threads, "intra-op threads for every measurement")->check(CLI::PositiveNumber);
-  train->add_option("--repeats", o->repeats, "best of N")->check(CLI::PositiveNumber);
-  train->add_option("--probe-pairs", o->probe_pairs, "plain/probed pairs behind probes_vs_plain (median ratio)")
+  auto mobilenet_input = std::make_shared<std::string>("3x64x64");
+  CLI::App* train = cmd->add_subcommand(
+      "train",
+      "Trainer samples/s vs raw LibTorch (fused AdamW), Python (fused, torch.compile) and Lightning, on the MLP "
+      "and MobileNetV3-small");
+  train->add_option("--steps", o->steps, "measured optimiser steps per repeat (the MLP)")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  train->add_flag("--skip-python", o->skip_python, "measure the C++ loops only");
-  train->add_flag("--json", *json, "print one JSON object");
-  train->footer("Example:\n  glassbox bench train --json");
-  train->callback([o, json] {
+  train->add_option("--warmup", o->warmup, "warm-up steps before each measurement (the MLP)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  train->add_option("--batch-size", o->batch_size, "batch size")->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--threads", o->threads, "intra-op threads for every measurement")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  train->add_option("--repeats", o->repeats, "best of N")->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--probe-pairs", o->probe_pairs, "plain/probed pairs behind probes_vs_plain (median ratio)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  train
+      ->add_option("--models", o->models,
+                   "per-model sections against the fused anchors: mlp, mobilenet_v3_small (the top-level MLP "
+                   "figures always run)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mlp", "mobilenet_v3_small"}));
+  train->add_option("--mobilenet-input", *mobilenet_input, "mobilenet_v3_small's input CxHxW")->capture_default_str();
+  train
+      ->add_option("--compute-steps", o->compute_steps,
+                   "mobilenet_v3_small's measured steps (default: --steps / 25, at least 2)")
+      ->check(CLI::PositiveNumber);
+  train
+      ->add_option("--compute-warmup", o->compute_warmup,
+                   "mobilenet_v3_small's warm-up steps (default: --warmup / 20, at least 1)")
+      ->check(CLI::PositiveNumber);
+  train->add_flag("--skip-python", o->skip_python, "measure the C++ loops only (Python anchors null)");
+  train->add_flag("--skip-compile", o->skip_compile, "no torch.compile anchor (compiled_sps null)");
+  train->add_flag("--json", *json, "print one JSON object (progress goes to stderr)");
+  train->footer(
+      "Anchors: raw (LibTorch, torch::optim::AdamW), python, lightning on the MLP at the top level; per model\n"
+      "(JSON objects \"mlp\", \"mobilenet_v3_small\"): raw_fused (forward, loss, backward, glassbox's fused\n"
+      "AdamW step), python_fused (AdamW(fused=True)), compiled (torch.compile, compilation excluded; null with\n"
+      "compiled_error when it cannot run), lightning (fused); on mobilenet_v3_small also the Trainer with\n"
+      "trainer.channels_last and gradient checkpointing (checkpointing_time_ratio, checkpointing_memory_ratio:\n"
+      "peak RSS growth with / without).\n"
+      "\n"
+      "Examples:\n"
+      "  glassbox bench train --json                # everything, about 10 minutes on 2 cores\n"
+      "  glassbox bench train --models mlp --skip-compile\n"
+      "  glassbox bench train --skip-python --steps 40 --repeats 1 --probe-pairs 1");
+  train->callback([o, json, mobilenet_input] {
+    o->mobilenet_input = parse_dims(*mobilenet_input, "--mobilenet-input");
     const nlohmann::json r = bench::run_train_bench(*o);
     if (*json) {
       std::cout << r.dump(2) << "\n";
@@ -176,6 +216,33 @@ void add_bench(CLI::App& app) {
       std::cout << fmt::format("python {:.0f} samples/s (trainer x{:.2f}), lightning {:.0f} (trainer x{:.2f})\n",
                                r["python_sps"].get<double>(), r["trainer_vs_python"].get<double>(),
                                r["lightning_sps"].get<double>(), r["trainer_vs_lightning"].get<double>());
+    }
+    // "-" for an anchor that did not run.
+    const auto num = [](const nlohmann::json& v, const char* format) {
+      return v.is_number() ? fmt::format(fmt::runtime(format), v.get<double>()) : std::string("-");
+    };
+    for (const auto& key : r["models"]) {
+      const nlohmann::json& m = r[key.get<std::string>()];
+      std::cout << fmt::format("{} ({} parameters):\n", m["model"].get<std::string>(), m["params"].get<std::int64_t>());
+      std::cout << fmt::format("  trainer {} samples/s\n", num(m["trainer_sps"], "{:.1f}"));
+      for (const char* a : {"raw_fused", "python_fused", "compiled", "lightning"}) {
+        std::cout << fmt::format("  {:<13} {:>9} samples/s, trainer_vs_{} {}\n", a,
+                                 num(m[std::string(a) + "_sps"], "{:.1f}"), a,
+                                 num(m["trainer_vs_" + std::string(a)], "{:.3f}"));
+      }
+      if (m.contains("compiled_error")) std::cout << "  compiled: " << m["compiled_error"].get<std::string>() << "\n";
+      if (m.contains("trainer_channels_last_sps")) {
+        std::cout << fmt::format("  trainer, channels_last {} samples/s, trainer_channels_last_vs_compiled {}\n",
+                                 num(m["trainer_channels_last_sps"], "{:.1f}"),
+                                 num(m["trainer_channels_last_vs_compiled"], "{:.3f}"));
+      }
+      if (m.contains("checkpointing_sps")) {
+        std::cout << fmt::format(
+            "  gradient checkpointing {} samples/s: time x{}, peak RSS growth {} MB -> {} MB (x{})\n",
+            num(m["checkpointing_sps"], "{:.1f}"), num(m["checkpointing_time_ratio"], "{:.2f}"),
+            num(m["peak_rss_growth_mb"], "{:.1f}"), num(m["checkpointing_peak_rss_growth_mb"], "{:.1f}"),
+            num(m["checkpointing_memory_ratio"], "{:.2f}"));
+      }
     }
   });
   add_bench_serve(*cmd);

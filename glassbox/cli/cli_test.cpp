@@ -201,7 +201,8 @@ TEST(Cli, FastDevRunWritesNothing) {
 // The benchmark's JSON shape (figures themselves belong in docs/benchmarks.md, not in tests).
 TEST(Cli, BenchTrainReportsProbesVsPlainFromPairs) {
   auto [rc, out] = testing::run_command(
-      gb() + " bench train --skip-python --steps 60 --repeats 1 --probe-pairs 2 --threads 1 --json 2>/dev/null");
+      gb() +
+      " bench train --skip-python --models mlp --steps 60 --repeats 1 --probe-pairs 2 --threads 1 --json 2>/dev/null");
   ASSERT_EQ(rc, 0) << out;
   const auto j = nlohmann::json::parse(out.substr(out.find('{')));
   for (const char* k : {"trainer_sps", "raw_sps", "trainer_vs_raw", "probes_sps", "probes_vs_plain"}) {
@@ -212,6 +213,65 @@ TEST(Cli, BenchTrainReportsProbesVsPlainFromPairs) {
   const double a = j["probes_vs_plain_pairs"][0].get<double>(), b = j["probes_vs_plain_pairs"][1].get<double>();
   EXPECT_DOUBLE_EQ(j["probes_vs_plain"].get<double>(), 0.5 * (a + b));
   EXPECT_FALSE(j.contains("python_sps"));
+}
+
+// The per-model sections against the fused anchors (tiny steps; shape only, throughput > 0), with
+// the Python anchors, torch.compile included (null with compiled_error where it cannot run here).
+TEST(Cli, BenchTrainReportsEveryModelAgainstItsFusedAnchors) {
+  auto [rc, out] = testing::run_command(gb() +
+                                        " bench train --steps 4 --warmup 2 --compute-steps 2 --compute-warmup 1"
+                                        " --mobilenet-input 3x32x32 --repeats 1 --probe-pairs 1 --threads 1"
+                                        " --json 2>/dev/null");
+  ASSERT_EQ(rc, 0) << out;
+  const auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  for (const char* k : {"trainer_sps", "raw_sps", "python_sps", "lightning_sps", "trainer_vs_raw", "trainer_vs_python",
+                        "trainer_vs_lightning", "probes_vs_plain"}) {
+    ASSERT_TRUE(j.contains(k)) << k;
+    EXPECT_GT(j[k].get<double>(), 0.0) << k;
+  }
+  for (const char* model : {"mlp", "mobilenet_v3_small"}) {
+    ASSERT_TRUE(j.contains(model)) << model;
+    const auto& m = j[model];
+    for (const char* k : {"trainer_sps", "raw_fused_sps", "python_fused_sps", "lightning_sps", "trainer_vs_raw_fused",
+                          "trainer_vs_python_fused", "trainer_vs_lightning"}) {
+      ASSERT_TRUE(m.contains(k) && m[k].is_number()) << model << "." << k;
+      EXPECT_GT(m[k].get<double>(), 0.0) << model << "." << k;
+    }
+    EXPECT_EQ(m["params"], m["python_params"]) << model;
+    ASSERT_TRUE(m.contains("compiled_sps") && m.contains("trainer_vs_compiled")) << model;
+    if (m["compiled_sps"].is_null()) {
+      EXPECT_TRUE(m["trainer_vs_compiled"].is_null()) << model;
+      EXPECT_FALSE(m.value("compiled_error", "").empty()) << model;
+    } else {
+      EXPECT_GT(m["compiled_sps"].get<double>(), 0.0) << model;
+      EXPECT_GT(m["trainer_vs_compiled"].get<double>(), 0.0) << model;
+    }
+  }
+  const auto& mb = j["mobilenet_v3_small"];
+  for (const char* k : {"trainer_channels_last_sps", "checkpointing_sps", "checkpointing_time_ratio",
+                        "peak_rss_growth_mb", "checkpointing_peak_rss_growth_mb", "checkpointing_memory_ratio"}) {
+    ASSERT_TRUE(mb.contains(k) && mb[k].is_number()) << k;
+    EXPECT_GT(mb[k].get<double>(), 0.0) << k;
+  }
+}
+
+// --skip-python: the Python anchors of every section are null, the C++ ones measured.
+TEST(Cli, BenchTrainSkipPythonLeavesThePythonAnchorsNull) {
+  auto [rc, out] = testing::run_command(gb() +
+                                        " bench train --skip-python --models mobilenet_v3_small --steps 4 --warmup 2"
+                                        " --compute-steps 2 --mobilenet-input 3x32x32 --repeats 1 --probe-pairs 1"
+                                        " --threads 1 --json 2>/dev/null");
+  ASSERT_EQ(rc, 0) << out;
+  const auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_FALSE(j.contains("mlp"));
+  const auto& m = j["mobilenet_v3_small"];
+  EXPECT_GT(m["trainer_vs_raw_fused"].get<double>(), 0.0);
+  EXPECT_GT(m["checkpointing_memory_ratio"].get<double>(), 0.0);
+  for (const char* k : {"python_fused_sps", "compiled_sps", "lightning_sps", "trainer_vs_python_fused",
+                        "trainer_vs_compiled", "trainer_vs_lightning"}) {
+    ASSERT_TRUE(m.contains(k)) << k;
+    EXPECT_TRUE(m[k].is_null()) << k;
+  }
 }
 
 // glassbox tune lr: the plot, the JSON and TensorBoard events in --out, a tuned copy of the config
