@@ -88,13 +88,15 @@ nlohmann::json InitReport::to_json() const {
           {"reinitialised", reinitialised},
           {"missing", missing},
           {"unexpected", unexpected},
-          {"shape_mismatched", mismatched}};
+          {"shape_mismatched", mismatched},
+          {"input_channels_adapted", adapted}};
 }
 
 std::string InitReport::summary() const {
   std::ostringstream os;
   os << "loaded " << matched << " of the model's " << model_tensors << " tensors (" << naming << " names)";
   if (!reinitialised.empty()) os << "; head " << head << " re-initialised: " << list(reinitialised);
+  if (!adapted.empty()) os << "; input channels adapted: " << list(adapted);
   if (!mismatched.empty()) os << "; kept at initialisation, other shape: " << list(mismatched);
   if (!missing.empty()) os << "; missing: " << list(missing);
   if (!unexpected.empty()) os << "; unused: " << list(unexpected);
@@ -160,7 +162,16 @@ InitReport load_pretrained(torch::nn::Module& module, const TensorMap& tensors, 
   r.head = head_module(module);
   const std::string head_prefix = r.head.empty() ? std::string("\x01") : r.head + ".";
   std::vector<std::pair<at::Tensor, const at::Tensor*>> copies;
+  std::vector<std::pair<at::Tensor, at::Tensor>> adapted;  // the input conv, its kernel adapted
   std::map<std::string, bool> known;
+  // The model's input convolution: its first 4-d parameter (a stem conv or a ViT's patch projection).
+  std::string input_conv;
+  for (const auto& p : module.named_parameters(true)) {
+    if (p.value().dim() == 4) {
+      input_conv = p.key();
+      break;
+    }
+  }
   auto visit = [&](const std::string& name, at::Tensor& target, bool required) {
     known[name] = true;
     ++r.model_tensors;
@@ -172,6 +183,25 @@ InitReport load_pretrained(torch::nn::Module& module, const TensorMap& tensors, 
       } else if (required) {
         r.missing.push_back(name);
       }
+      return;
+    }
+    const at::Tensor& src = *it->second;
+    if (name == input_conv && src.dim() == 4 && src.size(0) == target.size(0) && src.size(2) == target.size(2) &&
+        src.size(3) == target.size(3) && src.size(1) != target.size(1)) {
+      // Another number of input channels (RGB weights for gray images, or the reverse): timm's
+      // adapt_input_conv - summed over the channels for one, else repeated and scaled by
+      // in/out so that an image with equal channels gives the same response.
+      const std::int64_t from = src.size(1), to = target.size(1);
+      at::Tensor w = src.to(at::kFloat);
+      if (to == 1) {
+        w = w.sum(1, /*keepdim=*/true);
+      } else {
+        const std::int64_t repeat = (to + from - 1) / from;
+        w = w.repeat({1, repeat, 1, 1}).slice(1, 0, to) * (static_cast<double>(from) / static_cast<double>(to));
+      }
+      adapted.emplace_back(target, w.to(target.scalar_type()));
+      r.adapted.push_back(name + " (file " + shape_of(src) + ", model " + shape_of(target) + ")");
+      ++r.matched;
       return;
     }
     if (it->second->sizes() != target.sizes()) {
@@ -206,6 +236,7 @@ InitReport load_pretrained(torch::nn::Module& module, const TensorMap& tensors, 
            "check that the file holds weights of this architecture (model.name)");
   torch::NoGradGuard no_grad;
   for (auto& [target, source] : copies) target.copy_(*source);
+  for (auto& [target, source] : adapted) target.copy_(source);
   return r;
 }
 

@@ -2,7 +2,9 @@
 // `safetensors.torch.save_file(model.state_dict(), ...)` writes), timm's names for EfficientNet
 // and ViT (mapped to torchvision's), or a glassbox checkpoint's. Reports what matched, what is
 // missing, unexpected or of another shape; a classification head of another size (another
-// number of classes) keeps its fresh initialisation and is named.
+// number of classes) keeps its fresh initialisation and is named. The input convolution adapts to
+// another number of input channels (ImageNet's RGB weights for gray X-rays, or the reverse) as
+// timm's adapt_input_conv does, so that an image with equal channels gives the same response.
 //
 //   InitReport r = load_pretrained(*model->module(), file.tensors, {.strict = true});
 //   std::cout << r.summary() << "\n";   // "loaded 320 of 322 tensors (torchvision names); head fc re-initialised (1000
@@ -38,6 +40,9 @@ struct InitReport {
   std::vector<std::string> missing;        // model tensors the file lacks
   std::vector<std::string> unexpected;     // file tensors the model lacks
   std::vector<std::string> mismatched;     // "name (file [..], model [..])"
+  // The input convolution loaded from weights for another number of input channels (timm's
+  // adapt_input_conv: RGB kernels summed for one channel, else repeated and scaled by in/out).
+  std::vector<std::string> adapted;
 
   nlohmann::json to_json() const;
   std::string summary() const;  // one line

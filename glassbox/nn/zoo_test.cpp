@@ -140,18 +140,47 @@ TEST(Pretrained, HeadOfAnotherSizeIsReinitialisedAndMisfitsAreNamed) {
   EXPECT_EQ(r.matched, r.model_tensors - 2);
   EXPECT_NE(r.summary().find("head classifier.3 re-initialised"), std::string::npos) << r.summary();
 
-  // One channel instead of three: the stem does not fit.
-  auto gray = make_model(o, ModelShape{{1, 32, 32}, 7});
+  // One channel instead of three (ImageNet weights for gray images): the stem's kernels are summed
+  // over the channels (timm's adapt_input_conv), so a gray image answers as the RGB model does to
+  // that image in three equal channels.
+  src->module()->eval();
+  auto same_classes = make_model(o, ModelShape{{3, 32, 32}, 1000});
+  auto gray = make_model(o, ModelShape{{1, 32, 32}, 1000});
+  r = load_pretrained(*gray->module(), weights, {});
+  ASSERT_EQ(r.adapted.size(), 1u) << r.summary();
+  EXPECT_EQ(r.adapted[0], "features.0.0.weight (file [16, 3, 3, 3], model [16, 1, 3, 3])");
+  EXPECT_EQ(r.matched, r.model_tensors);
+  EXPECT_NE(r.summary().find("input channels adapted: features.0.0.weight"), std::string::npos) << r.summary();
+  gray->module()->eval();
+  torch::NoGradGuard ng;
+  const at::Tensor x = torch::rand({2, 1, 32, 32});
+  const at::Tensor rgb_out = src->forward(x.expand({2, 3, 32, 32}).contiguous());
+  EXPECT_TRUE(torch::allclose(gray->forward(x), rgb_out, 1e-4, 1e-5))
+      << (gray->forward(x) - rgb_out).abs().max().item<float>();
+  // And the reverse: a gray model's weights in an RGB model (each channel a third of the kernel).
+  TensorMap gray_weights;
+  for (const auto& p : gray->module()->named_parameters()) gray_weights.emplace_back(p.key(), p.value().detach());
+  for (const auto& b : gray->module()->named_buffers()) gray_weights.emplace_back(b.key(), b.value());
+  r = load_pretrained(*same_classes->module(), gray_weights, {});
+  ASSERT_EQ(r.adapted.size(), 1u) << r.summary();
+  same_classes->module()->eval();
+  EXPECT_TRUE(
+      torch::allclose(same_classes->forward(x.expand({2, 3, 32, 32}).contiguous()), gray->forward(x), 1e-4, 1e-5));
+  // Only the input convolution adapts: a block of another width is still a misfit.
+  TensorMap wide = weights;
+  for (auto& [n, t] : wide)
+    if (n == "features.1.block.0.0.weight") t = torch::zeros({16, 2, 3, 3});
   try {
-    load_pretrained(*gray->module(), weights, {});
-    FAIL() << "strict loading accepted a stem of another shape";
+    load_pretrained(*dst->module(), wide, {});
+    FAIL() << "strict loading accepted a block of another shape";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
-    EXPECT_NE(e.one_line().find("features.0.0.weight (file [16, 3, 3, 3], model [16, 1, 3, 3])"), std::string::npos)
+    EXPECT_NE(e.one_line().find("features.1.block.0.0.weight (file [16, 2, 3, 3], model [16, 1, 3, 3])"),
+              std::string::npos)
         << e.one_line();
     EXPECT_NE(e.one_line().find("init_strict = false"), std::string::npos) << e.one_line();
   }
-  r = load_pretrained(*gray->module(), weights, {.strict = false});
+  r = load_pretrained(*dst->module(), wide, {.strict = false});
   ASSERT_EQ(r.mismatched.size(), 1u);
   EXPECT_EQ(r.matched, r.model_tensors - 3);
 
