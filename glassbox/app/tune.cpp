@@ -108,7 +108,7 @@ TuneLrOutcome tune_lr(const TuneLrRequest& request, std::ostream& out) {
                         nn::Loss(config.loss, info.num_classes, config.data.source.task));
 
   TuneLrOutcome o;
-  o.out_dir = request.out_dir.empty() ? fs::path("runs") / config.name / "lr_find" : request.out_dir;
+  o.out_dir = request.out_dir.empty() ? fs::path("runs") / (config.name + "-lr_find") : request.out_dir;
   if (!request.quiet)
     out << fmt::format("lr range test: {} steps from {:.1e} to {:.1e} ({})\n", request.options.num_training,
                        request.options.min_lr, request.options.max_lr, name_of(request.options.mode));
@@ -117,6 +117,15 @@ TuneLrOutcome tune_lr(const TuneLrRequest& request, std::ostream& out) {
 
   fs::create_directories(o.out_dir);
   nlohmann::json j = r.to_json();
+  // Lightning's steepest descent at the first point it may pick: the loss fell fastest before
+  // anything trains (MixUp, focal loss and label smoothing flatten the start) - rarely a usable rate.
+  if (r.suggestion && *r.suggestion <= 10 && r.valley && *r.valley > *r.suggestion + 5) {
+    o.warning = fmt::format(
+        "the steepest descent is at the start of the range ({:.3e}), where nothing trains yet; the valley "
+        "({:.3e}) is the usual alternative (--valley): check the plot",
+        r.lrs[*r.suggestion], r.lrs[*r.valley]);
+    j["warning"] = o.warning;
+  }
   j["min_lr"] = request.options.min_lr;
   j["max_lr"] = request.options.max_lr;
   j["num_training"] = request.options.num_training;
@@ -159,6 +168,7 @@ TuneLrOutcome tune_lr(const TuneLrRequest& request, std::ostream& out) {
     out << (r.suggestion ? fmt::format("suggested lr (steepest descent, Lightning): {:.3e}\n", r.lrs[*r.suggestion])
                          : std::string("no suggestion: too few steps before the loss diverged\n"));
     if (r.valley) out << fmt::format("valley (fastai): {:.3e}\n", r.lrs[*r.valley]);
+    if (!o.warning.empty()) out << "warning: " << o.warning << "\n";
     if (o.applied_lr)
       out << fmt::format("wrote {} with {} = {:.3e}\n", request.apply.string(), o.applied_key, *o.applied_lr);
     out << "plot: " << (o.out_dir / "lr_find.png").string() << "\n";

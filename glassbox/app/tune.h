@@ -27,7 +27,7 @@ struct TuneLrRequest {
   std::filesystem::path config_file;
   std::vector<std::string> overrides;
   train::LrFinderOptions options;
-  std::filesystem::path out_dir;  // default runs/<run.name>/lr_find
+  std::filesystem::path out_dir;  // default runs/<run.name>-lr_find (not the run directory train will create)
   std::filesystem::path apply;    // write a copy of the config with the suggestion here
   bool use_valley = false;        // apply fastai's valley instead of Lightning's suggestion
   bool quiet = false;
@@ -38,6 +38,7 @@ struct TuneLrOutcome {
   std::filesystem::path out_dir;
   std::string applied_key;  // "optim.lr" or "scheduler.max_lr" (empty: nothing applied)
   std::optional<double> applied_lr;
+  std::string warning;  // the suggestion looks unusable (at the very start of the range), and why
 };
 
 TuneLrOutcome tune_lr(const TuneLrRequest& request, std::ostream& out);

@@ -57,7 +57,8 @@ void add_tune(CLI::App& app) {
                  "stop once the smoothed loss exceeds this times its best (0: never)")
       ->capture_default_str();
   lr->add_option("--out", a->out,
-                 "folder for lr_find.json, lr_find.png and TensorBoard events (default: runs/NAME/lr_find)");
+                 "folder for lr_find.json, lr_find.png and TensorBoard events (default: runs/NAME-lr_find, beside the "
+                 "run directory train creates)");
   lr->add_option("--apply", a->apply,
                  "write a copy of the config with the suggestion (scheduler.max_lr for onecycle, else optim.lr) to "
                  "this new file");
