@@ -457,8 +457,8 @@ void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<
       out.push_back(f);
     }
   }
-  if (d.outputs_are_probabilities && (cfg.loss.name == nn::LossKind::kCrossEntropy ||
-                                      nn::resolve_loss(cfg.loss.name, cfg.data.source.task) == nn::LossKind::kFocal)) {
+  const nn::LossKind loss = nn::resolve_loss(cfg.loss.name, cfg.data.source.task);
+  if (d.outputs_are_probabilities && (loss == nn::LossKind::kCrossEntropy || loss == nn::LossKind::kFocal)) {
     Finding f{"probabilities-as-logits", "error", 0.9, {{"layer", d.head_layer}}, "", ""};
     f.evidence = fmt::format(
         "the model's outputs are probabilities (every row in [0, 1] and summing to 1 on 8 training samples; last "

@@ -330,7 +330,7 @@ void Trainer::train_epoch() {
     ++accumulated_;
     const std::int64_t bsz = batch.size();
     samples_seen_ += bsz;
-    epoch_loss_sum_.add_(out.loss.detach().to(torch::kDouble) * static_cast<double>(bsz));
+    epoch_loss_sum_.add_(out.loss.detach(), static_cast<double>(bsz));  // in float64, with no temporaries
     epoch_loss_count_ += bsz;
     ++batch_in_epoch_;
     const bool window_done = accumulated_ == accumulate || batch_in_epoch_ == num_train_batches_;
