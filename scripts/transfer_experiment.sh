@@ -5,10 +5,10 @@
 #   scripts/transfer_experiment.sh build/glassbox/cli/glassbox /tmp/transfer "1 2 3"
 #
 # 1. Pretrain a ResNet-18 (small stem, width 16) on Fashion-MNIST classes 0-4 (T-shirt, Trouser,
-#    Pullover, Dress, Coat): the first 6000 of their 30 000 training images, 4 epochs.
+#    Pullover, Dress, Coat): the first 6000 of their 30 000 training images, 3 epochs.
 # 2. For each seed, train on 500 images of the OTHER classes 5-9 (Sandal, Shirt, Sneaker, Bag,
 #    Ankle boot; 100 each, relabelled 0-4, drawn with that seed), two ways with the same budget
-#    (20 epochs, AdamW, OneCycle, batch 32, no validation split: the last weights are tested):
+#    (15 epochs, AdamW, OneCycle, batch 32, no validation split: the last weights are tested):
 #      finetune: model.init_from = the pretrained checkpoint, trainer.freeze_fraction = 0.7
 #      scratch:  fresh weights, everything trained
 # 3. Test both on the 5000 test images of classes 5-9 (glassbox eval: accuracy, macro F1) and
@@ -76,7 +76,7 @@ t0=$(date +%s)
 "$GB" train "${MODEL[@]}" "${COMMON[@]}" --run-dir runs/pretrain \
   --set data.format=npy --set data.root=pretrain-data --set data.limit_train=6000 \
   --set data.val_size=500 --set data.eval_batch_size=1000 \
-  --set data.loader.batch_size=64 --set trainer.max_epochs=4 --set trainer.seed=42 \
+  --set data.loader.batch_size=64 --set trainer.max_epochs=3 --set trainer.seed=42 \
   --set optim.name=adamw --set optim.lr=0.003 --set optim.weight_decay=0.01 \
   --set scheduler.name=onecycle --set scheduler.interval=step --set scheduler.pct_start=0.2 \
   | grep -E "^test accuracy|epochs, "
@@ -93,7 +93,7 @@ for s in $SEEDS; do
     "$GB" train "${MODEL[@]}" "${COMMON[@]}" "${extra[@]}" --run-dir "runs/$arm-$s" \
       --set data.format=npy --set data.root="target-data-$s" --set data.val_size=0 \
       --set data.eval_batch_size=1000 --set data.loader.batch_size=32 \
-      --set trainer.max_epochs=20 --set trainer.seed="$s" \
+      --set trainer.max_epochs=15 --set trainer.seed="$s" \
       --set optim.name=adamw --set optim.lr=0.003 --set optim.weight_decay=0.0001 \
       --set scheduler.name=onecycle --set scheduler.interval=step --set scheduler.pct_start=0.3 \
       | grep -E "^test accuracy" || true
@@ -115,7 +115,7 @@ def fig(arm, key):
         out.append(m["accuracy"] if key == "accuracy" else m["averages"]["macro"]["f1"])
     return np.array(out)
 
-print(f"| arm (500 images, 20 epochs, {len(seeds)} seeds) | test accuracy | test macro F1 |")
+print(f"| arm (500 images, 15 epochs, {len(seeds)} seeds) | test accuracy | test macro F1 |")
 print("|---|---|---|")
 for arm, name in (("finetune", "pretrained, 70 % frozen"), ("scratch", "from scratch")):
     a, f = fig(arm, "accuracy"), fig(arm, "f1")
