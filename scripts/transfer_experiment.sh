@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Transfer learning, measured (docs/models.md#transfer-learning-measured).
 #
-#   scripts/transfer_experiment.sh GLASSBOX [WORKDIR] [SEEDS]
+#   scripts/transfer_experiment.sh GLASSBOX [WORKDIR] [SEED_LIST]
 #   scripts/transfer_experiment.sh build/glassbox/cli/glassbox /tmp/transfer "1 2 3"
 #
 # 1. Pretrain a ResNet-18 (small stem, width 16) on Fashion-MNIST classes 0-4 (T-shirt, Trouser,
@@ -12,17 +12,17 @@
 #      finetune: model.init_from = the pretrained checkpoint, trainer.freeze_fraction = 0.7
 #      scratch:  fresh weights, everything trained
 # 3. Test both on the 5000 test images of classes 5-9 (glassbox eval: accuracy, macro F1) and
-#    print mean +- standard deviation over the seeds, and the margin, into WORKDIR/results.md.
+#    print mean +- standard deviation over the seed values, and the margin, into WORKDIR/results.md.
 #
-# Runtime: 39 min for 3 seeds on the 2-core machine while other builds shared it (pretraining
-# 16 min, each fine-tuning 1 min, each run from scratch 4-7 min); data from /usr/share/datasets/fashion-mnist
-# (FASHION=DIR to change). Numbers come from glassbox; Python (the repository's .venv) only
+# Runtime: 39 min for seed values 1 2 3 on the 2-core machine while other builds shared it
+# (pretraining 16 min, each fine-tuning 1 min, each run from scratch 4-7 min). Data from
+# /usr/share/datasets/fashion-mnist (FASHION=DIR to change). Numbers come from glassbox; Python (the repository's .venv) only
 # writes the npy files and averages the results.
 set -euo pipefail
 
-GB="$(realpath "${1:?usage: transfer_experiment.sh GLASSBOX [WORKDIR] [SEEDS]}")"
+GB="$(realpath "${1:?usage: transfer_experiment.sh GLASSBOX [WORKDIR] [SEED_LIST]}")"
 WORK="${2:-/tmp/transfer}"
-SEEDS="${3:-1 2 3}"
+SEED_LIST="${3:-1 2 3}"
 FASHION="${FASHION:-/usr/share/datasets/fashion-mnist}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
@@ -31,11 +31,11 @@ cd "$WORK"
 start=$(date +%s)
 
 # --- data: npy files [N, 1, 28, 28] uint8, labels int64 -----------------------------------
-"$PY" - "$FASHION" "$SEEDS" <<'EOF'
+"$PY" - "$FASHION" "$SEED_LIST" <<'EOF'
 import gzip, os, sys
 import numpy as np
 
-root, seeds = sys.argv[1], [int(s) for s in sys.argv[2].split()]
+root, seed_list = sys.argv[1], [int(s) for s in sys.argv[2].split()]
 
 def idx(name):
     p = os.path.join(root, name)
@@ -60,7 +60,7 @@ save("pretrain-data", xtr[a][order], ytr[a][order], xte[b], yte[b])
 # fine-tuning: 100 training images of each of classes 5-9 per seed, relabelled 0-4;
 # the test set is every test image of classes 5-9
 b = yte >= 5
-for s in seeds:
+for s in seed_list:
     rng = np.random.default_rng(1000 + s)
     pick = np.concatenate([rng.choice(np.flatnonzero(ytr == c), 100, replace=False) for c in range(5, 10)])
     pick = rng.permutation(pick)
@@ -84,7 +84,7 @@ t0=$(date +%s)
 echo "pretraining: $(( $(date +%s) - t0 )) s"
 
 # --- 2. fine-tuning vs training from scratch -----------------------------------------------
-for s in $SEEDS; do
+for s in $SEED_LIST; do
   for arm in finetune scratch; do
     extra=()
     if [ "$arm" = finetune ]; then
@@ -104,19 +104,19 @@ for s in $SEEDS; do
 done
 
 # --- 3. the figures ------------------------------------------------------------------------
-"$PY" - "$SEEDS" "$(( $(date +%s) - start ))" <<'EOF' | tee results.md
+"$PY" - "$SEED_LIST" "$(( $(date +%s) - start ))" <<'EOF' | tee results.md
 import json, sys
 import numpy as np
-seeds, seconds = sys.argv[1].split(), int(sys.argv[2])
+seed_list, seconds = sys.argv[1].split(), int(sys.argv[2])
 
 def fig(arm, key):
     out = []
-    for s in seeds:
+    for s in seed_list:
         m = json.load(open(f"runs/{arm}-{s}/test-metrics.json"))
         out.append(m["accuracy"] if key == "accuracy" else m["averages"]["macro"]["f1"])
     return np.array(out)
 
-print(f"| arm (500 images, 15 epochs, {len(seeds)} seeds) | test accuracy | test macro F1 |")
+print(f"| arm (500 images, 15 epochs, {len(seed_list)} seed values) | test accuracy | test macro F1 |")
 print("|---|---|---|")
 for arm, name in (("finetune", "pretrained, 70 % frozen"), ("scratch", "from scratch")):
     a, f = fig(arm, "accuracy"), fig(arm, "f1")
@@ -126,5 +126,5 @@ da = fig("finetune", "accuracy") - fig("scratch", "accuracy")
 df = fig("finetune", "f1") - fig("scratch", "f1")
 print(f"\nmargin (fine-tuned - scratch, per seed): accuracy {' '.join(f'{x:+.3f}' for x in da)} "
       f"(mean {da.mean():+.3f}); macro F1 {' '.join(f'{x:+.3f}' for x in df)} (mean {df.mean():+.3f})")
-print(f"seeds: {' '.join(seeds)}; wall time {seconds} s")
+print(f"seed values: {' '.join(seed_list)}; wall time {seconds} s")
 EOF
