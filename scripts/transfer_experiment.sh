@@ -16,8 +16,8 @@
 #
 # Runtime: 39 min for seed values 1 2 3 on the 2-core machine while other builds shared it
 # (pretraining 16 min, each fine-tuning 1 min, each run from scratch 4-7 min). Data from
-# /usr/share/datasets/fashion-mnist (FASHION=DIR to change). Numbers come from glassbox; Python (the repository's .venv) only
-# writes the npy files and averages the results.
+# /usr/share/datasets/fashion-mnist (FASHION=DIR to change). Numbers come from glassbox; Python
+# (the repository's .venv) only writes the npy files and averages the results.
 set -euo pipefail
 
 GB="$(realpath "${1:?usage: transfer_experiment.sh GLASSBOX [WORKDIR] [SEED_LIST]}")"
