@@ -17,23 +17,30 @@
 # 2. For each seed value, draw 500 training images of the target classes TARGET = 1 3 4 6 7
 #    (Trouser, Dress, Coat, Shirt, Sneaker; 100 each, relabelled 0-4) and train them two ways
 #    with the same budget and recipe (AdamW lr 0.003, OneCycle, batch 32, no validation split:
-#    the last weights are tested), at each fine-tuning budget in BUDGETS (5 and 15 epochs):
+#    the last weights are tested), at each fine-tuning budget in BUDGETS (2, 5 and 15 epochs):
 #      finetune: model.init_from = the pretrained checkpoint, trainer.freeze_fraction = 0.7
 #                (freezes the three convolutions: 71.3 % of the parameters; the classifier
-#                 layers start from the source model's and are trained)
+#                 layers start from the source model's and are trained); the frozen
+#                 convolutions' BatchNorm layers stay in eval mode (trainer.frozen_bn_eval =
+#                 true, the default), so their running statistics stay the source's
 #      scratch:  fresh weights, everything trained
+#    and, at each budget in BN_BUDGETS (5 epochs), a third arm:
+#      finetune-bn: as finetune with trainer.frozen_bn_eval = false (the frozen BatchNorm
+#                layers re-estimate their running statistics on the target images)
 #    Both class sets mix garments and footwear, so the source shares low-level features with
 #    the target (tops with Shirt/Coat/Dress, shoes with Sneaker).
 # 3. Test both on the 5000 test images of the target classes (glassbox eval: accuracy, macro F1)
-#    and print mean +- standard deviation over the seed values and the margin per budget into
-#    WORKDIR/results.md.
+#    and print mean +- standard deviation over the seed values and the margins (each fine-tuned
+#    arm minus scratch) per budget into WORKDIR/results.md.
 #
-# Runtime: 7.7 and 12.2 min in two runs for seed values 1 2 3 and budgets 5 and 15 on the 2-vCPU
-# machine while a test suite shared it (pretraining 3.4 and 5.6 min; each of the 12 fine-tuning
-# runs 10-81 s with its eval). The two runs gave the same figures to the last digit.
+# Runtime: 15.3 min for seed values 1 2 3, budgets 2 5 15 and BN_BUDGETS 5 on the 2-vCPU machine
+# while a test suite shared it (pretraining 6.9 min; each of the 21 fine-tuning runs 10-48 s with
+# its eval); its figures at 5 and 15 epochs repeat those of two earlier runs (budgets 5 and 15
+# only: 7.7 and 12.2 min) to the last digit.
 # An existing WORKDIR/runs/pretrain is reused: REPRETRAIN=1 (or another WORKDIR) after changing
 # SOURCE, PRETRAIN_EPOCHS or the model. SOURCE, TARGET,
-# PER_CLASS, PRETRAIN_EPOCHS and BUDGETS can be set in the environment. Data from
+# PER_CLASS, PRETRAIN_EPOCHS, BUDGETS and BN_BUDGETS (empty: no finetune-bn arm; each of its
+# budgets must be in BUDGETS) can be set in the environment. Data from
 # /usr/share/datasets/fashion-mnist (FASHION=DIR to change). Numbers come from glassbox; Python
 # (the repository's .venv) only writes the npy files and averages the results.
 #
@@ -51,7 +58,11 @@ SOURCE="${SOURCE:-0 2 5 8 9}"        # T-shirt, Pullover, Sandal, Bag, Ankle boo
 TARGET="${TARGET:-1 3 4 6 7}"        # Trouser, Dress, Coat, Shirt, Sneaker
 PER_CLASS="${PER_CLASS:-100}"        # target training images per class (500 in all)
 PRETRAIN_EPOCHS="${PRETRAIN_EPOCHS:-3}"
-BUDGETS="${BUDGETS:-5 15}"           # fine-tuning epochs, the same for both arms
+BUDGETS="${BUDGETS:-2 5 15}"         # fine-tuning epochs, the same for every arm
+BN_BUDGETS="${BN_BUDGETS-5}"         # budgets that also run finetune-bn (frozen_bn_eval = false)
+for ep in $BN_BUDGETS; do
+  case " $BUDGETS " in *" $ep "*) ;; *) echo "BN_BUDGETS: $ep is not in BUDGETS" >&2; exit 2 ;; esac
+done
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
 mkdir -p "$WORK"
@@ -110,7 +121,7 @@ MODEL=(--set model.name=cnn --set "model.cnn.channels=[32,64,128]" --set model.c
 
 # --- 1. pretraining ------------------------------------------------------------------------
 t0=$(date +%s)
-if [ ! -f runs/pretrain/checkpoints/last.ckpt ] || [ "${REPRETRAIN:-0}" = 1 ]; then
+if [ ! -e runs/pretrain/checkpoints/last.ckpt ] || [ "${REPRETRAIN:-0}" = 1 ]; then
   "$GB" train "${MODEL[@]}" "${COMMON[@]}" --run-dir runs/pretrain \
     --set data.format=npy --set data.root=pretrain-data \
     --set data.val_size=1000 --set data.eval_batch_size=1000 \
@@ -123,12 +134,18 @@ echo "pretraining: $(( $(date +%s) - t0 )) s"
 
 # --- 2. fine-tuning vs training from scratch, per budget and seed value ---------------------
 for ep in $BUDGETS; do
+  arms="finetune scratch"
+  case " $BN_BUDGETS " in *" $ep "*) arms="finetune finetune-bn scratch" ;; esac
   for s in $SEED_LIST; do
-    for arm in finetune scratch; do
+    for arm in $arms; do
       extra=()
-      if [ "$arm" = finetune ]; then
-        extra=(--set model.init_from=runs/pretrain/checkpoints/last.ckpt --set trainer.freeze_fraction=0.7)
-      fi
+      case "$arm" in
+        finetune)
+          extra=(--set model.init_from=runs/pretrain/checkpoints/last.ckpt --set trainer.freeze_fraction=0.7) ;;
+        finetune-bn)
+          extra=(--set model.init_from=runs/pretrain/checkpoints/last.ckpt --set trainer.freeze_fraction=0.7
+                 --set trainer.frozen_bn_eval=false) ;;
+      esac
       t0=$(date +%s)
       "$GB" train "${MODEL[@]}" "${COMMON[@]}" "${extra[@]}" --run-dir "runs/$arm-e$ep-$s" \
         --set data.format=npy --set data.root="target-data-$s" --set data.val_size=0 \
@@ -145,10 +162,17 @@ for ep in $BUDGETS; do
 done
 
 # --- 3. the figures ------------------------------------------------------------------------
-"$PY" - "$SEED_LIST" "$BUDGETS" "$(( $(date +%s) - start ))" <<'EOF' | tee results.md
+"$PY" - "$SEED_LIST" "$BUDGETS" "$BN_BUDGETS" "$(( $(date +%s) - start ))" <<'EOF' | tee results.md
 import json, sys
 import numpy as np
-seed_list, budgets, seconds = sys.argv[1].split(), sys.argv[2].split(), int(sys.argv[3])
+seed_list, budgets, bn_budgets = sys.argv[1].split(), sys.argv[2].split(), sys.argv[3].split()
+seconds = int(sys.argv[4])
+NAMES = {"finetune": "pretrained, 70 % frozen",
+         "finetune-bn": "pretrained, 70 % frozen, frozen_bn_eval = false",
+         "scratch": "from scratch"}
+
+def arms(ep):
+    return ["finetune"] + (["finetune-bn"] if ep in bn_budgets else []) + ["scratch"]
 
 def fig(arm, ep, key):
     out = []
@@ -163,15 +187,16 @@ def sd(a):
 print(f"| fine-tuning budget | arm (500 images, {len(seed_list)} seed values) | test accuracy | test macro F1 |")
 print("|---|---|---|---|")
 for ep in budgets:
-    for arm, name in (("finetune", "pretrained, 70 % frozen"), ("scratch", "from scratch")):
+    for arm in arms(ep):
         a, f = fig(arm, ep, "accuracy"), fig(arm, ep, "f1")
-        print(f"| {ep} epochs | {name} | {a.mean():.3f} ± {sd(a):.3f} | {f.mean():.3f} ± {sd(f):.3f} |")
+        print(f"| {ep} epochs | {NAMES[arm]} | {a.mean():.3f} ± {sd(a):.3f} | {f.mean():.3f} ± {sd(f):.3f} |")
 print()
 for ep in budgets:
-    da = fig("finetune", ep, "accuracy") - fig("scratch", ep, "accuracy")
-    df = fig("finetune", ep, "f1") - fig("scratch", ep, "f1")
-    print(f"margin at {ep} epochs (fine-tuned - scratch, per seed value): accuracy "
-          f"{' '.join(f'{x:+.3f}' for x in da)} (mean {da.mean():+.3f}); macro F1 "
-          f"{' '.join(f'{x:+.3f}' for x in df)} (mean {df.mean():+.3f})")
+    for arm in arms(ep)[:-1]:
+        da = fig(arm, ep, "accuracy") - fig("scratch", ep, "accuracy")
+        df = fig(arm, ep, "f1") - fig("scratch", ep, "f1")
+        print(f"margin at {ep} epochs ({arm} - scratch, per seed value): accuracy "
+              f"{' '.join(f'{x:+.3f}' for x in da)} (mean {da.mean():+.3f}); macro F1 "
+              f"{' '.join(f'{x:+.3f}' for x in df)} (mean {df.mean():+.3f})")
 print(f"seed values: {' '.join(seed_list)}; wall time {seconds} s")
 EOF
