@@ -42,10 +42,9 @@ at::Tensor preprocess(at::Tensor x, const nn::ModelContract& c) {
 
 data::CsvTable read_table(const fs::path& path, const std::string& label_column);
 
-// The feature columns of a CSV table: every column but the label column (when the file has one),
-// in the order of `names` (the model's training columns) when the model knows them.
-at::Tensor csv_features(const fs::path& path, const std::string& label_column, const std::vector<std::string>& names) {
-  data::CsvTable t = read_table(path, label_column);
+// The table's features in the order of `names` (the model's training columns) when the model
+// knows them: every one present, no other.
+at::Tensor model_columns(const data::CsvTable& t, const std::vector<std::string>& names, const fs::path& path) {
   if (names.empty() || t.feature_names == names) return t.features;
   std::vector<std::int64_t> order;
   for (const auto& n : names) {
@@ -59,6 +58,13 @@ at::Tensor csv_features(const fs::path& path, const std::string& label_column, c
            path.string() << " has " << t.feature_names.size() << " feature columns, the model " << names.size(),
            "drop the columns the model was not trained on");
   return t.features.index_select(1, torch::tensor(order, torch::kLong));
+}
+
+// The feature columns of a CSV table: every column but the label column (when the file has one),
+// in the order of `names` (the model's training columns) when the model knows them.
+at::Tensor csv_features(const fs::path& path, const std::string& label_column, const std::vector<std::string>& names) {
+  data::CsvTable t = read_table(path, label_column);
+  return model_columns(t, names, path);
 }
 
 data::CsvTable read_table(const fs::path& path, const std::string& label_column) {
@@ -104,19 +110,7 @@ at::Tensor csv_features_beside_targets(const fs::path& path, const std::vector<s
   for (const auto& t : targets)
     if (std::find(head.header.begin(), head.header.end(), t) != head.header.end()) present.push_back(t);
   const data::CsvTable t = data::parse_csv_targets(text, path.string(), present);
-  if (names.empty() || t.feature_names == names) return t.features;
-  std::vector<std::int64_t> order;
-  for (const auto& n : names) {
-    const auto it = std::find(t.feature_names.begin(), t.feature_names.end(), n);
-    GB_CHECK(it != t.feature_names.end(), InvalidArgument,
-             path.string() << " has no column '" << n << "', a feature the model was trained on",
-             "give the training table's feature columns (any order; extra columns are an error)");
-    order.push_back(it - t.feature_names.begin());
-  }
-  GB_CHECK(t.feature_names.size() == names.size(), InvalidArgument,
-           path.string() << " has " << t.feature_names.size() << " feature columns, the model " << names.size(),
-           "drop the columns the model was not trained on");
-  return t.features.index_select(1, torch::tensor(order, torch::kLong));
+  return model_columns(t, names, path);
 }
 
 // Image files: INPUT itself, or every image under the folder INPUT (torchvision's order).

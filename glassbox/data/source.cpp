@@ -1,3 +1,5 @@
+// load_splits for IDX, .npy and CSV sources (image folders: image_folder.cpp). Just over 600
+// lines: the class-label and real-target paths share the split and normalisation code here.
 #include "glassbox/data/source.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Tested by train_test (Trainer.ValidationMetricsCanBeMonitored: classification) and cli_test
+// (Tasks.*: regression and multi-label, recomputed by scikit-learn).
 #include "glassbox/train/eval_metrics.h"
 
 #include <cmath>
