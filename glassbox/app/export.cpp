@@ -42,8 +42,7 @@ LoadedModel model_of_config(const ExportJob& job) {
   m.info = m.data->info();
   m.scale = data_scale(m.config.data.source);
   m.model = nn::make_model(m.config.model, nn::ModelShape{m.info.sample_shape, m.info.num_classes});
-  if (!m.config.model.init_from.empty())
-    load_initial_weights(*m.model->module(), m.config.model.init_from, m.config.model.init_strict);
+  if (!m.config.model.init_from.empty()) load_initial_weights(*m.model->module(), m.config.model);
   m.model->module()->eval();
   m.outputs_probabilities = m.config.model.name == "mlp" && m.config.model.mlp.output == nn::MlpOutput::kSoftmax;
   m.run_dir = fs::path("export") / m.config.name;

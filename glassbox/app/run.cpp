@@ -268,8 +268,7 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   nn::Model* model_ptr = model.get();
   if (config.trainer.gradient_checkpointing) apply_gradient_checkpointing(*model, true);
   std::optional<nn::InitReport> init;
-  if (!resuming && !config.model.init_from.empty())
-    init = load_initial_weights(*model->module(), config.model.init_from, config.model.init_strict);
+  if (!resuming && !config.model.init_from.empty()) init = load_initial_weights(*model->module(), config.model);
   const TaskKind kind = config.data.source.task;
   train::ModelTask task(kind, std::move(model), nn::Loss(config.loss, info.num_classes, kind));
   if (resuming) {

@@ -101,8 +101,7 @@ TuneLrOutcome tune_lr(const TuneLrRequest& request, std::ostream& out) {
   data.setup();
   const train::DataInfo info = data.info();
   auto model = nn::make_model(config.model, nn::ModelShape{info.sample_shape, info.num_classes});
-  if (!config.model.init_from.empty())
-    load_initial_weights(*model->module(), config.model.init_from, config.model.init_strict);
+  if (!config.model.init_from.empty()) load_initial_weights(*model->module(), config.model);
   if (config.trainer.gradient_checkpointing) apply_gradient_checkpointing(*model, true);
   train::ModelTask task(config.data.source.task, std::move(model),
                         nn::Loss(config.loss, info.num_classes, config.data.source.task));

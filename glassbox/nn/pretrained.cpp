@@ -177,6 +177,10 @@ InitReport load_pretrained(torch::nn::Module& module, const TensorMap& tensors, 
     ++r.model_tensors;
     const bool head = starts_with(name, head_prefix);
     auto it = given.find(name);
+    if (head && !options.load_head) {
+      r.reinitialised.push_back(name + (it == given.end() ? " (not in the file)" : " (model.init_head = false)"));
+      return;
+    }
     if (it == given.end()) {
       if (head) {
         r.reinitialised.push_back(name + " (not in the file)");

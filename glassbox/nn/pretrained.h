@@ -29,6 +29,8 @@ struct InitOptions {
   bool strict = true;
   // The file holds only the trained (not frozen) parameters: the rest may be missing.
   bool trainable_only = false;
+  // false: the head keeps its fresh initialisation even when it fits (other classes, as many).
+  bool load_head = true;
 };
 
 struct InitReport {

@@ -105,6 +105,9 @@ void ModelOptions::visit(FieldVisitor& v) {
   v.field("init_strict", init_strict,
           "every tensor of init_from must fit (a head of another size is always re-initialised); false: report "
           "the misfits and keep their fresh initialisation");
+  v.field("init_head", init_head,
+          "load init_from's head (the last Linear layer) when it fits; false: keep a fresh head, for other classes "
+          "(a head of another size is always fresh)");
   v.section("mlp", [this](FieldVisitor& s) { mlp.visit(s); });
   v.section("cnn", [this](FieldVisitor& s) { cnn.visit(s); });
   v.section("resnet18", [this](FieldVisitor& s) { resnet18.visit(s); });

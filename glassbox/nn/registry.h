@@ -38,6 +38,9 @@ struct ModelOptions {
   // Any tensor of init_from that does not fit (other than a head of another size) is an error;
   // false: reported, and the model's own initialisation kept for it.
   bool init_strict = true;
+  // A head (the last Linear layer) that fits is loaded too; false keeps its fresh initialisation:
+  // the new data's classes are others, even when there are as many.
+  bool init_head = true;
   MlpOptions mlp;
   CnnOptions cnn;
   ResNetOptions resnet18{.key = "resnet18"};

@@ -140,6 +140,23 @@ TEST(Pretrained, HeadOfAnotherSizeIsReinitialisedAndMisfitsAreNamed) {
   EXPECT_EQ(r.matched, r.model_tensors - 2);
   EXPECT_NE(r.summary().find("head classifier.3 re-initialised"), std::string::npos) << r.summary();
 
+  // A head that fits (as many classes, but others: model.init_head = false) keeps its fresh
+  // initialisation too; everything else loads, and loading it is the default.
+  auto as_many = make_model(o, ModelShape{{3, 32, 32}, 1000});
+  const at::Tensor fresh_head = as_many->module()->named_parameters()["classifier.3.weight"].clone();
+  r = load_pretrained(*as_many->module(), weights, {.load_head = false});
+  ASSERT_EQ(r.reinitialised.size(), 2u) << r.summary();
+  EXPECT_EQ(r.reinitialised[0], "classifier.3.weight (model.init_head = false)");
+  EXPECT_EQ(r.matched, r.model_tensors - 2);
+  EXPECT_TRUE(r.unexpected.empty()) << r.summary();  // the file's head is known, not "not in the model"
+  EXPECT_TRUE(torch::equal(as_many->module()->named_parameters()["classifier.3.weight"], fresh_head));
+  EXPECT_TRUE(torch::equal(as_many->module()->named_parameters()["features.0.0.weight"],
+                           src->module()->named_parameters()["features.0.0.weight"]));
+  r = load_pretrained(*as_many->module(), weights, {});
+  EXPECT_TRUE(r.reinitialised.empty()) << r.summary();
+  EXPECT_TRUE(torch::equal(as_many->module()->named_parameters()["classifier.3.weight"],
+                           src->module()->named_parameters()["classifier.3.weight"]));
+
   // One channel instead of three (ImageNet weights for gray images): the stem's kernels are summed
   // over the channels (timm's adapt_input_conv), so a gray image answers as the RGB model does to
   // that image in three equal channels.
