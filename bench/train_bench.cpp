@@ -375,7 +375,7 @@ nlohmann::json run_train_bench(const TrainBenchOptions& in) {
   TrainBenchOptions o = in;
   if (o.source_dir.empty()) o.source_dir = default_source_dir();
   if (o.python.empty()) o.python = o.source_dir + "/.venv/bin/python";
-  if (o.compute_steps <= 0) o.compute_steps = std::max<std::int64_t>(2, o.steps / 25);
+  if (o.compute_steps <= 0) o.compute_steps = std::max<std::int64_t>(2, o.steps / 6);
   if (o.compute_warmup <= 0) o.compute_warmup = std::max<std::int64_t>(1, o.warmup / 20);
   GB_CHECK(o.warmup >= 1, InvalidArgument, "bench train needs at least one warm-up step", "--warmup 1 or more");
   GB_CHECK(o.mobilenet_input.size() == 3, InvalidArgument,

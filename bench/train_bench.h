@@ -51,7 +51,7 @@ struct TrainBenchOptions {
   // The per-model sections: "mlp", "mobilenet_v3_small" (the top-level MLP figures always run).
   std::vector<std::string> models{"mlp", "mobilenet_v3_small"};
   std::vector<std::int64_t> mobilenet_input{3, 64, 64};
-  std::int64_t compute_steps = 0;   // mobilenet_v3_small's measured steps; 0: steps / 25, at least 2
+  std::int64_t compute_steps = 0;   // mobilenet_v3_small's measured steps; 0: steps / 6, at least 2
   std::int64_t compute_warmup = 0;  // its warm-up steps; 0: warmup / 20, at least 1
   std::string python;               // default: <source>/.venv/bin/python
   std::string source_dir;           // default: compile-time source dir

@@ -178,7 +178,7 @@ void add_bench(CLI::App& app) {
   train->add_option("--mobilenet-input", *mobilenet_input, "mobilenet_v3_small's input CxHxW")->capture_default_str();
   train
       ->add_option("--compute-steps", o->compute_steps,
-                   "mobilenet_v3_small's measured steps (default: --steps / 25, at least 2)")
+                   "mobilenet_v3_small's measured steps (default: --steps / 6, at least 2)")
       ->check(CLI::PositiveNumber);
   train
       ->add_option("--compute-warmup", o->compute_warmup,
