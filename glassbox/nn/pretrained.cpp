@@ -178,7 +178,12 @@ InitReport load_pretrained(torch::nn::Module& module, const TensorMap& tensors, 
     const bool head = starts_with(name, head_prefix);
     auto it = given.find(name);
     if (head && !options.load_head) {
-      r.reinitialised.push_back(name + (it == given.end() ? " (not in the file)" : " (model.init_head = false)"));
+      if (it == given.end())
+        r.reinitialised.push_back(name + " (not in the file)");
+      else if (it->second->sizes() != target.sizes())
+        r.reinitialised.push_back(name + " (file " + shape_of(*it->second) + ", model " + shape_of(target) + ")");
+      else
+        r.reinitialised.push_back(name + " (model.init_head = false)");
       return;
     }
     if (it == given.end()) {

@@ -152,6 +152,9 @@ TEST(Pretrained, HeadOfAnotherSizeIsReinitialisedAndMisfitsAreNamed) {
   EXPECT_TRUE(torch::equal(as_many->module()->named_parameters()["classifier.3.weight"], fresh_head));
   EXPECT_TRUE(torch::equal(as_many->module()->named_parameters()["features.0.0.weight"],
                            src->module()->named_parameters()["features.0.0.weight"]));
+  r = load_pretrained(*dst->module(), weights, {.load_head = false});  // of another size: its shapes
+  ASSERT_EQ(r.reinitialised.size(), 2u) << r.summary();
+  EXPECT_NE(r.reinitialised[0].find("(file [1000, 1024], model [7, 1024])"), std::string::npos) << r.summary();
   r = load_pretrained(*as_many->module(), weights, {});
   EXPECT_TRUE(r.reinitialised.empty()) << r.summary();
   EXPECT_TRUE(torch::equal(as_many->module()->named_parameters()["classifier.3.weight"],
