@@ -42,6 +42,7 @@ GRAPH: dict[str, tuple[str, ...]] = {
     "explain": ("nn", "data"),
     "export": ("nn",),
     "report": ("metrics",),
+    "monitor": ("base",),
     "serve/engine": ("export", "metrics", "core"),
     "serve/http": ("base",),  # + LibTorch-free serve/engine headers (rule 1)
     "app": ("train", "inspect", "explain", "export", "report"),

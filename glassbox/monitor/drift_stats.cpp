@@ -1,0 +1,232 @@
+// Tested by monitor_test (DriftReference.*: against scipy; DriftStats.*: errors and edge cases).
+#include "glassbox/monitor/drift_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "glassbox/base/error.h"
+
+namespace glassbox::monitor {
+
+namespace {
+
+std::vector<double> sorted_copy(std::span<const double> x, const char* what) {
+  GB_CHECK(!x.empty(), InvalidArgument, what << " is empty", "pass at least one value on each side");
+  std::vector<double> s(x.begin(), x.end());
+  for (double v : s)
+    GB_CHECK(!std::isnan(v), InvalidArgument, what << " holds NaN", "drop the non-finite values before testing");
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+// Pr(D >= h / n) for two samples of n each: 2 * sum_k (-1)^k C(2n, n - (k+1)h) / C(2n, n), in
+// the nested form 2 * B0 (1 - B1 (1 - B2 (...))) where B_k is the ratio of consecutive terms,
+// a product of h factors each below 1, so nothing overflows or cancels.
+double prob_outside_square(std::int64_t n, std::int64_t h) {
+  double p = 0.0;
+  for (std::int64_t k = n / h; k >= 0; --k) {
+    double ratio = 1.0;
+    for (std::int64_t j = 0; j < h; ++j)
+      ratio = static_cast<double>(n - k * h - j) * ratio / static_cast<double>(n + k * h + j + 1);
+    p = ratio * (1.0 - p);
+  }
+  return 2.0 * p;
+}
+
+// Pr(D >= h / lcm(m, n)) for samples of m and n: the share of the monotone lattice paths from
+// (0, 0) to (m, n) that leave the band |x n/g - y m/g| < h. b(x, y), the share of the paths to
+// (x, y) that have left it, is 1 outside the band and inside follows
+// b(x, y) = (x b(x-1, y) + y b(x, y-1)) / (x + y) (the binomial weights of the two
+// predecessors). Carrying the share that left, not the one that stayed, keeps tiny p-values
+// exact instead of the difference of two numbers near 1. One column at a time.
+double prob_outside_band(std::int64_t m, std::int64_t n, std::int64_t g, std::int64_t h) {
+  if (m < n) std::swap(m, n);  // symmetric; the columns run over the larger sample
+  const std::int64_t mg = m / g, ng = n / g;
+  std::vector<double> col(static_cast<std::size_t>(n + 1), 1.0);
+  // Column x = 0: the paths straight up, inside while mg * y < h.
+  for (std::int64_t y = 0; y <= n && mg * y < h; ++y) col[static_cast<std::size_t>(y)] = 0.0;
+  for (std::int64_t x = 1; x <= m; ++x) {
+    // The rows inside the band at this column: ng x - h < mg y < ng x + h.
+    const std::int64_t t = ng * x - h;
+    const std::int64_t lo = t < 0 ? 0 : t / mg + 1;
+    const std::int64_t hi = std::min<std::int64_t>(n, (ng * x + h - 1) / mg);
+    if (hi < lo) return 1.0;  // the band has closed: every path leaves it
+    for (std::int64_t y = 0; y < lo; ++y) col[static_cast<std::size_t>(y)] = 1.0;
+    double below = 1.0;  // b(x, lo - 1): outside (its weight is 0 when lo = 0)
+    for (std::int64_t y = lo; y <= hi; ++y) {
+      const double left = col[static_cast<std::size_t>(y)];  // b(x - 1, y)
+      below = (static_cast<double>(x) * left + static_cast<double>(y) * below) / static_cast<double>(x + y);
+      col[static_cast<std::size_t>(y)] = below;
+    }
+    for (std::int64_t y = hi + 1; y <= n; ++y) col[static_cast<std::size_t>(y)] = 1.0;
+  }
+  return col[static_cast<std::size_t>(n)];
+}
+
+// log Gamma(a) - a log x + x, for the two expansions below.
+double gamma_prefix(double a, double x) { return a * std::log(x) - x - std::lgamma(a); }
+
+}  // namespace
+
+KsResult ks_2samp(std::span<const double> a_in, std::span<const double> b_in) {
+  const std::vector<double> a = sorted_copy(a_in, "ks_2samp: the first sample");
+  const std::vector<double> b = sorted_copy(b_in, "ks_2samp: the second sample");
+  const auto n1 = static_cast<std::int64_t>(a.size()), n2 = static_cast<std::int64_t>(b.size());
+  // The two empirical CDFs at every value of either sample (right-continuous: ties counted).
+  double max_diff = 0.0, min_diff = 0.0;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    const double v = j >= b.size() || (i < a.size() && a[i] <= b[j]) ? a[i] : b[j];
+    while (i < a.size() && a[i] <= v) ++i;
+    while (j < b.size() && b[j] <= v) ++j;
+    const double diff =
+        static_cast<double>(i) / static_cast<double>(n1) - static_cast<double>(j) / static_cast<double>(n2);
+    max_diff = std::max(max_diff, diff);
+    min_diff = std::min(min_diff, diff);
+  }
+  KsResult r;
+  r.statistic = std::clamp(std::max(max_diff, -min_diff), 0.0, 1.0);
+  GB_CHECK(std::max(n1, n2) <= 10000, InvalidArgument,
+           "ks_2samp: samples of " << n1 << " and " << n2 << " values; the exact p-value is computed up to 10000",
+           "test a sample of at most 10000 values on each side");
+  const std::int64_t g = std::gcd(n1, n2);
+  const std::int64_t lcm = (n1 / g) * n2;
+  const auto h = static_cast<std::int64_t>(std::nearbyint(r.statistic * static_cast<double>(lcm)));
+  r.statistic = static_cast<double>(h) / static_cast<double>(lcm);
+  r.method = "exact";
+  if (h == 0) {
+    r.pvalue = 1.0;
+    return r;
+  }
+  const double p = n1 == n2 ? prob_outside_square(n1, h) : prob_outside_band(n1, n2, g, h);
+  r.pvalue = std::clamp(p, 0.0, 1.0);
+  return r;
+}
+
+double wasserstein_1d(std::span<const double> u_in, std::span<const double> v_in) {
+  const std::vector<double> u = sorted_copy(u_in, "wasserstein: the first sample");
+  const std::vector<double> v = sorted_copy(v_in, "wasserstein: the second sample");
+  std::vector<double> all(u);
+  all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  double sum = 0.0;
+  for (std::size_t k = 0; k + 1 < all.size(); ++k) {
+    const double fu =
+        static_cast<double>(std::upper_bound(u.begin(), u.end(), all[k]) - u.begin()) / static_cast<double>(u.size());
+    const double fv =
+        static_cast<double>(std::upper_bound(v.begin(), v.end(), all[k]) - v.begin()) / static_cast<double>(v.size());
+    sum += std::abs(fu - fv) * (all[k + 1] - all[k]);
+  }
+  return sum;
+}
+
+double wasserstein_normed(std::span<const double> reference, std::span<const double> current) {
+  const double d = wasserstein_1d(reference, current);
+  const double n = static_cast<double>(reference.size());
+  const double mean = std::accumulate(reference.begin(), reference.end(), 0.0) / n;
+  double ss = 0.0;
+  for (double x : reference) ss += (x - mean) * (x - mean);
+  return d / std::max(std::sqrt(ss / n), 0.001);
+}
+
+Chi2Result chi2_contingency(const std::vector<std::vector<double>>& table) {
+  GB_CHECK(!table.empty() && !table[0].empty(), InvalidArgument, "chi2_contingency: the table is empty",
+           "pass rows x columns of counts");
+  const std::size_t rows = table.size(), cols = table[0].size();
+  std::vector<double> row_sum(rows, 0.0), col_sum(cols, 0.0);
+  double total = 0.0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    GB_CHECK(table[r].size() == cols, InvalidArgument,
+             "chi2_contingency: row " << r << " has " << table[r].size() << " columns, row 0 " << cols,
+             "pass a rectangular table");
+    for (std::size_t c = 0; c < cols; ++c) {
+      const double x = table[r][c];
+      GB_CHECK(std::isfinite(x) && x >= 0, InvalidArgument,
+               "chi2_contingency: the count at row " << r << ", column " << c << " is " << x,
+               "pass finite, non-negative counts");
+      row_sum[r] += x;
+      col_sum[c] += x;
+      total += x;
+    }
+  }
+  Chi2Result out;
+  out.dof = static_cast<std::int64_t>(rows * cols) - static_cast<std::int64_t>(rows + cols) + 1;
+  out.expected.resize(rows * cols);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) {
+      const double e = row_sum[r] * col_sum[c] / total;
+      GB_CHECK(e > 0, InvalidArgument,
+               "chi2_contingency: the expected frequency at row " << r << ", column " << c << " is zero",
+               "drop the rows and columns whose counts are all zero");
+      out.expected[r * cols + c] = e;
+    }
+  if (out.dof == 0) return out;  // statistic 0, p-value 1
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) {
+      const double e = out.expected[r * cols + c];
+      double o = table[r][c];
+      if (out.dof == 1) {  // Yates: move each count towards its expectation by at most 0.5
+        const double diff = e - o;
+        o += std::min(0.5, std::abs(diff)) * (diff > 0 ? 1.0 : diff < 0 ? -1.0 : 0.0);
+      }
+      out.statistic += (o - e) * (o - e) / e;
+    }
+  out.pvalue = gamma_q(static_cast<double>(out.dof) / 2.0, out.statistic / 2.0);
+  return out;
+}
+
+double jensenshannon(std::span<const double> p, std::span<const double> q) {
+  GB_CHECK(p.size() == q.size() && !p.empty(), InvalidArgument,
+           "jensenshannon: distributions of " << p.size() << " and " << q.size() << " values",
+           "pass two distributions over the same classes");
+  const double sp = std::accumulate(p.begin(), p.end(), 0.0), sq = std::accumulate(q.begin(), q.end(), 0.0);
+  GB_CHECK(sp > 0 && sq > 0, InvalidArgument, "jensenshannon: a distribution sums to zero",
+           "pass counts or probabilities with a positive sum");
+  auto rel_entr = [](double x, double y) {
+    if (x > 0 && y > 0) return x * std::log(x / y);
+    if (x == 0 && y >= 0) return 0.0;
+    return std::numeric_limits<double>::infinity();
+  };
+  double left = 0.0, right = 0.0;
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    const double a = p[k] / sp, b = q[k] / sq, m = (a + b) / 2.0;
+    left += rel_entr(a, m);
+    right += rel_entr(b, m);
+  }
+  return std::sqrt((left + right) / 2.0);
+}
+
+double gamma_q(double a, double x) {
+  GB_CHECK(a > 0 && x >= 0, InvalidArgument, "gamma_q(" << a << ", " << x << ") is undefined", "pass a > 0 and x >= 0");
+  if (x == 0) return 1.0;
+  if (x < a + 1.0) {
+    // P(a, x) by its series x^a e^-x / Gamma(a+1) * sum x^k / ((a+1)...(a+k)); Q = 1 - P.
+    double term = 1.0 / a, sum = term;
+    for (int k = 1; k < 100000; ++k) {
+      term *= x / (a + k);
+      sum += term;
+      if (std::abs(term) < std::abs(sum) * 1e-17) break;
+    }
+    return 1.0 - sum * std::exp(gamma_prefix(a, x));
+  }
+  // Q(a, x) by its continued fraction (modified Lentz).
+  const double tiny = 1e-300;
+  double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, f = d;
+  for (int k = 1; k < 100000; ++k) {
+    const double an = -k * (k - a);
+    b += 2.0;
+    d = an * d + b;
+    if (std::abs(d) < tiny) d = tiny;
+    c = b + an / c;
+    if (std::abs(c) < tiny) c = tiny;
+    d = 1.0 / d;
+    const double delta = d * c;
+    f *= delta;
+    if (std::abs(delta - 1.0) < 1e-17) break;
+  }
+  return std::exp(gamma_prefix(a, x)) * f;
+}
+
+}  // namespace glassbox::monitor

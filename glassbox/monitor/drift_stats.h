@@ -1,0 +1,64 @@
+// Two-sample statistics for drift: how far a window of served inputs or outputs is from the
+// reference profile of the training data. Each follows the implementation practitioners check
+// against, to the last digits (monitor_test's DriftReference.* compares within 1e-9 relative):
+//
+//   ks_2samp         scipy.stats.ks_2samp (two-sided): the statistic, and the p-value from the
+//                    exact null distribution (lattice-path counting, as scipy's method="exact")
+//   wasserstein_1d   scipy.stats.wasserstein_distance; wasserstein_normed divides by the
+//                    reference's standard deviation (at least 0.001), as Evidently's
+//                    "wasserstein" drift test
+//   chi2_contingency scipy.stats.chi2_contingency (Pearson, Yates' correction when dof = 1)
+//   jensenshannon    scipy.spatial.distance.jensenshannon (the distance: the square root of the
+//                    divergence, natural logarithm)
+//
+//   KsResult r = ks_2samp(reference_values, window_values);
+//   if (r.pvalue < 0.05 / n_features) ...   // Bonferroni over the features
+//
+// Torch-free, allocation only for sorted copies and the lattice columns. Thread safety: pure
+// functions.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace glassbox::monitor {
+
+struct KsResult {
+  double statistic = 0;  // sup |F_a - F_b|, the two empirical CDFs
+  double pvalue = 1;     // two-sided
+  std::string method;    // "exact"
+};
+
+// Two-sided two-sample Kolmogorov-Smirnov test. Samples must be non-empty and free of NaN
+// (InvalidArgument otherwise). The p-value is exact, as scipy's method="exact" and its "auto"
+// up to 10 000 samples on each side; larger samples are InvalidArgument for now.
+KsResult ks_2samp(std::span<const double> a, std::span<const double> b);
+
+// The first Wasserstein distance between the two empirical distributions.
+double wasserstein_1d(std::span<const double> u, std::span<const double> v);
+// wasserstein_1d(reference, current) / max(std(reference), 0.001) (population std).
+double wasserstein_normed(std::span<const double> reference, std::span<const double> current);
+
+struct Chi2Result {
+  double statistic = 0;
+  double pvalue = 1;
+  std::int64_t dof = 0;
+  std::vector<double> expected;  // row-major, as the table
+};
+
+// Pearson's chi-square test of independence on a rows x cols table of counts (row-major). With
+// one degree of freedom Yates' continuity correction applies (scipy's correction=True, the
+// default). InvalidArgument for a ragged or negative table or a zero expected frequency (a row
+// or column of zeros: drop it first).
+Chi2Result chi2_contingency(const std::vector<std::vector<double>>& table);
+
+// The Jensen-Shannon distance between two distributions (each normalised to sum 1 first).
+double jensenshannon(std::span<const double> p, std::span<const double> q);
+
+// Regularised upper incomplete gamma function Q(a, x) = Gamma(a, x) / Gamma(a); chi2.sf(x, k) is
+// Q(k / 2, x / 2).
+double gamma_q(double a, double x);
+
+}  // namespace glassbox::monitor
