@@ -2,8 +2,10 @@
 // reference profile of the training data. Each follows the implementation practitioners check
 // against, to the last digits (monitor_test's DriftReference.* compares within 1e-9 relative):
 //
-//   ks_2samp         scipy.stats.ks_2samp (two-sided): the statistic, and the p-value from the
-//                    exact null distribution (lattice-path counting, as scipy's method="exact")
+//   ks_2samp         scipy.stats.ks_2samp (two-sided, method="auto"): the statistic, and the
+//                    p-value from the exact null distribution (lattice-path counting) up to 10 000
+//                    values a side, else from the one-sample distribution of D at the effective
+//                    size m n / (m + n) (kolmogorov_sf, as scipy.stats.kstwo.sf)
 //   wasserstein_1d   scipy.stats.wasserstein_distance; wasserstein_normed divides by the
 //                    reference's standard deviation (at least 0.001), as Evidently's
 //                    "wasserstein" drift test
@@ -28,13 +30,18 @@ namespace glassbox::monitor {
 struct KsResult {
   double statistic = 0;  // sup |F_a - F_b|, the two empirical CDFs
   double pvalue = 1;     // two-sided
-  std::string method;    // "exact"
+  std::string method;    // "exact" or "asymp"
 };
 
 // Two-sided two-sample Kolmogorov-Smirnov test. Samples must be non-empty and free of NaN
-// (InvalidArgument otherwise). The p-value is exact, as scipy's method="exact" and its "auto"
-// up to 10 000 samples on each side; larger samples are InvalidArgument for now.
+// (InvalidArgument otherwise). As scipy's method="auto": exact when neither sample exceeds
+// 10 000 values (and the exact computation succeeds), else asymptotic.
 KsResult ks_2samp(std::span<const double> a, std::span<const double> b);
+
+// Pr(D_n >= x) for the two-sided one-sample Kolmogorov-Smirnov statistic D_n (scipy.stats.kstwo.sf):
+// exact where it is cheap (Ruben-Gambino's end formulas, twice the one-sided Smirnov tail, the
+// Durbin matrix as Marsaglia, Tsang and Wang compute it), Pelz and Good's expansion for large n.
+double kolmogorov_sf(std::int64_t n, double x);
 
 // The first Wasserstein distance between the two empirical distributions.
 double wasserstein_1d(std::span<const double> u, std::span<const double> v);

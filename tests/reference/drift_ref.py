@@ -3,10 +3,11 @@
     drift_ref.py
 
 Prints one JSON object: "samples" (pairs of 1-d samples with scipy.stats.ks_2samp's statistic
-and p-value with method="exact", wasserstein_distance, and the Wasserstein distance over the
+and p-value, method="auto": exact up to 10 000 values a side; wasserstein_distance; and the Wasserstein distance over the
 first sample's population standard deviation, at least 0.001, as Evidently's "wasserstein"
 test), "tables" (contingency tables with chi2_contingency's statistic, p-value and degrees of
-freedom, default correction) and "distributions" (pairs with jensenshannon's distance).
+freedom, default correction), "distributions" (pairs with jensenshannon's distance) and
+"kolmogorov" (scipy.stats.kstwo.sf at (n, x) pairs).
 """
 import json
 
@@ -28,7 +29,18 @@ def samples():
         "large_coprime": (rng.normal(0, 1, 997), rng.normal(0.05, 1, 1200)),
         "window_vs_reference": (rng.gamma(2.0, 1.0, 3000), rng.gamma(2.2, 1.0, 1000)),
         "constant_reference": (np.full(20, 5.0), rng.normal(5, 0.1, 30)),
+        # Beyond 10 000 values a side: the asymptotic p-value (method="auto")
+        "asymp_shifted": (rng.normal(0, 1, 12000), rng.normal(0.03, 1, 15000)),
+        "asymp_small_window": (rng.normal(0, 1, 30), rng.normal(0.5, 1, 12000)),
+        "asymp_same": (rng.normal(0, 1, 11000), rng.normal(0, 1, 11000)),
     }
+
+
+# (n, x) covering each way scipy.stats.kstwo.sf computes: Ruben-Gambino's two ends, twice the
+# Smirnov tail, the Durbin matrix, Pomeranz's recursion (n <= 140), Pelz-Good, and the zero tail.
+KOLMOGOROV = [(10, 0.04), (10, 0.08), (10, 0.95), (10, 0.6), (100, 0.05), (100, 0.15), (100, 0.3), (140, 0.1),
+              (1000, 0.02), (1000, 0.01), (1000, 0.05), (5000, 0.015), (5000, 0.004), (50000, 0.0075),
+              (200000, 0.002), (200000, 0.1), (20000, 0.005), (1, 0.7), (2, 0.3), (150, 0.0443), (400, 0.02)]
 
 
 def tables():
@@ -57,13 +69,14 @@ def distributions():
 def main():
     out = {"samples": {}, "tables": {}, "distributions": {}}
     for name, (a, b) in samples().items():
-        ks = stats.ks_2samp(a, b, method="exact")
+        ks = stats.ks_2samp(a, b, method="auto")
         wd = stats.wasserstein_distance(a, b)
         out["samples"][name] = {
             "a": a.tolist(),
             "b": b.tolist(),
             "ks_statistic": float(ks.statistic),
             "ks_pvalue": float(ks.pvalue),
+            "ks_method": "asymp" if max(len(a), len(b)) > 10000 else "exact",
             "wasserstein": float(wd),
             "wasserstein_normed": float(wd / max(np.std(a), 0.001)),
         }
@@ -72,6 +85,7 @@ def main():
         out["tables"][name] = {"table": t, "statistic": float(r.statistic), "pvalue": float(r.pvalue), "dof": int(r.dof)}
     for name, (p, q) in distributions().items():
         out["distributions"][name] = {"p": p, "q": q, "distance": float(distance.jensenshannon(p, q))}
+    out["kolmogorov"] = [{"n": n, "x": x, "sf": float(stats.kstwo.sf(x, n))} for n, x in KOLMOGOROV]
     print(json.dumps(out))
 
 
