@@ -40,27 +40,30 @@ double prob_outside_square(std::int64_t n, std::int64_t h) {
 // (x, y) that have left it, is 1 outside the band and inside follows
 // b(x, y) = (x b(x-1, y) + y b(x, y-1)) / (x + y) (the binomial weights of the two
 // predecessors). Carrying the share that left, not the one that stayed, keeps tiny p-values
-// exact instead of the difference of two numbers near 1. One column at a time.
+// exact instead of the difference of two numbers near 1. One column at a time, over the band.
 double prob_outside_band(std::int64_t m, std::int64_t n, std::int64_t g, std::int64_t h) {
   if (m < n) std::swap(m, n);  // symmetric; the columns run over the larger sample
   const std::int64_t mg = m / g, ng = n / g;
   std::vector<double> col(static_cast<std::size_t>(n + 1), 1.0);
   // Column x = 0: the paths straight up, inside while mg * y < h.
   for (std::int64_t y = 0; y <= n && mg * y < h; ++y) col[static_cast<std::size_t>(y)] = 0.0;
+  // The band's rows move up with x (lo and hi never decrease): rows above it still hold their
+  // initial 1, and only the rows it leaves are reset, so each column costs its band's height.
+  std::int64_t prev_lo = 0;
   for (std::int64_t x = 1; x <= m; ++x) {
     // The rows inside the band at this column: ng x - h < mg y < ng x + h.
     const std::int64_t t = ng * x - h;
     const std::int64_t lo = t < 0 ? 0 : t / mg + 1;
     const std::int64_t hi = std::min<std::int64_t>(n, (ng * x + h - 1) / mg);
     if (hi < lo) return 1.0;  // the band has closed: every path leaves it
-    for (std::int64_t y = 0; y < lo; ++y) col[static_cast<std::size_t>(y)] = 1.0;
+    for (std::int64_t y = prev_lo; y < lo; ++y) col[static_cast<std::size_t>(y)] = 1.0;
+    prev_lo = lo;
     double below = 1.0;  // b(x, lo - 1): outside (its weight is 0 when lo = 0)
     for (std::int64_t y = lo; y <= hi; ++y) {
       const double left = col[static_cast<std::size_t>(y)];  // b(x - 1, y)
       below = (static_cast<double>(x) * left + static_cast<double>(y) * below) / static_cast<double>(x + y);
       col[static_cast<std::size_t>(y)] = below;
     }
-    for (std::int64_t y = hi + 1; y <= n; ++y) col[static_cast<std::size_t>(y)] = 1.0;
   }
   return col[static_cast<std::size_t>(n)];
 }

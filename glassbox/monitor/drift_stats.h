@@ -16,7 +16,7 @@
 //   KsResult r = ks_2samp(reference_values, window_values);
 //   if (r.pvalue < 0.05 / n_features) ...   // Bonferroni over the features
 //
-// Torch-free, allocation only for sorted copies and the lattice columns. Thread safety: pure
+// Torch-free; allocates sorted copies, a lattice column and the Durbin matrices. Thread safety: pure
 // functions.
 #pragma once
 
