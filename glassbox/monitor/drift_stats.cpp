@@ -292,6 +292,65 @@ double wasserstein_normed(std::span<const double> reference, std::span<const dou
   return d / std::max(std::sqrt(ss / n), 0.001);
 }
 
+double psi(std::span<const double> reference_in, std::span<const double> current_in, bool categorical) {
+  const std::vector<double> ref = sorted_copy(reference_in, "psi: the reference");
+  const std::vector<double> cur = sorted_copy(current_in, "psi: the current sample");
+  std::size_t n_distinct = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    if (i == 0 || ref[i] != ref[i - 1]) ++n_distinct;
+  std::vector<double> r_share, c_share;
+  const double nr = static_cast<double>(ref.size()), nc = static_cast<double>(cur.size());
+  if (!categorical && n_distinct > 20) {
+    // numpy.histogram_bin_edges(both, "sturges"): width ptp / (log2(N) + 1), ceil(ptp / width)
+    // equal bins from the minimum to the maximum, edges i * step + min (the last the maximum).
+    const double lo = std::min(ref.front(), cur.front()), hi = std::max(ref.back(), cur.back());
+    const double width = (hi - lo) / (std::log2(nr + nc) + 1.0);
+    const auto bins = static_cast<std::size_t>(std::ceil((hi - lo) / width));
+    std::vector<double> edges(bins + 1);
+    const double step = (hi - lo) / static_cast<double>(bins);
+    for (std::size_t i = 0; i < bins; ++i) edges[i] = static_cast<double>(i) * step + lo;
+    edges[bins] = hi;
+    // numpy.histogram: [e_i, e_i+1) for every bin but the last, which also holds its right edge.
+    auto shares = [&](const std::vector<double>& v) {
+      std::vector<double> out(bins);
+      for (std::size_t b = 0; b < bins; ++b) {
+        const auto from = std::lower_bound(v.begin(), v.end(), edges[b]);
+        const auto to = b + 1 == bins ? std::upper_bound(v.begin(), v.end(), edges[b + 1])
+                                      : std::lower_bound(v.begin(), v.end(), edges[b + 1]);
+        out[b] = static_cast<double>(to - from) / static_cast<double>(v.size());
+      }
+      return out;
+    };
+    r_share = shares(ref);
+    c_share = shares(cur);
+  } else {
+    std::vector<double> keys(ref);
+    keys.insert(keys.end(), cur.begin(), cur.end());
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    for (double k : keys) {
+      const auto count = [k](const std::vector<double>& v) {
+        return static_cast<double>(std::upper_bound(v.begin(), v.end(), k) - std::lower_bound(v.begin(), v.end(), k));
+      };
+      r_share.push_back(count(ref) / nr);
+      c_share.push_back(count(cur) / nc);
+    }
+  }
+  auto fill_zeros = [](std::vector<double>& share) {
+    double smallest = std::numeric_limits<double>::infinity();
+    for (double x : share)
+      if (x != 0) smallest = std::min(smallest, x);
+    const double fill = smallest <= 1e-4 ? smallest / 1e6 : 1e-4;
+    for (double& x : share)
+      if (x == 0) x = fill;
+  };
+  fill_zeros(r_share);
+  fill_zeros(c_share);
+  double sum = 0.0;
+  for (std::size_t b = 0; b < r_share.size(); ++b) sum += (r_share[b] - c_share[b]) * std::log(r_share[b] / c_share[b]);
+  return sum;
+}
+
 Chi2Result chi2_contingency(const std::vector<std::vector<double>>& table) {
   GB_CHECK(!table.empty() && !table[0].empty(), InvalidArgument, "chi2_contingency: the table is empty",
            "pass rows x columns of counts");

@@ -9,6 +9,8 @@
 //   wasserstein_1d   scipy.stats.wasserstein_distance; wasserstein_normed divides by the
 //                    reference's standard deviation (at least 0.001), as Evidently's
 //                    "wasserstein" drift test
+//   psi              the population stability index as Evidently 0.7's "psi" drift test computes
+//                    it (Sturges bins over both samples; empty bins filled with a tiny share)
 //   chi2_contingency scipy.stats.chi2_contingency (Pearson, Yates' correction when dof = 1)
 //   jensenshannon    scipy.spatial.distance.jensenshannon (the distance: the square root of the
 //                    divergence, natural logarithm)
@@ -47,6 +49,13 @@ double kolmogorov_sf(std::int64_t n, double x);
 double wasserstein_1d(std::span<const double> u, std::span<const double> v);
 // wasserstein_1d(reference, current) / max(std(reference), 0.001) (population std).
 double wasserstein_normed(std::span<const double> reference, std::span<const double> current);
+
+// PSI = sum_b (r_b - c_b) ln(r_b / c_b) over the shares r (reference) and c (current) of each
+// bin. A numerical feature whose reference holds more than 20 distinct values is binned as
+// numpy's histogram with bins="sturges" over both samples together; otherwise (or with
+// `categorical`) each distinct value is a bin. A share of 0 becomes 1e-4, or the smallest non-zero
+// share / 1e6 when that is at most 1e-4. Evidently's threshold for drift: PSI >= 0.1.
+double psi(std::span<const double> reference, std::span<const double> current, bool categorical = false);
 
 struct Chi2Result {
   double statistic = 0;

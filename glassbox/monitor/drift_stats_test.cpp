@@ -73,6 +73,25 @@ TEST(DriftStats, GammaQMatchesClosedForms) {
   }
 }
 
+// PSI on a case worked by hand, Evidently's way: the bins are the four values seen; the shares
+// that are 0 become 1e-4 (the smallest non-zero share, 0.25, is above 1e-4).
+TEST(DriftStats, PsiFollowsEvidentlysBinsAndZeroFill) {
+  const std::vector<double> ref{1, 2, 2, 3}, cur{1, 1, 3, 4};
+  const double expected =
+      (0.25 - 0.5) * std::log(0.25 / 0.5) + (0.5 - 1e-4) * std::log(0.5 / 1e-4) + (1e-4 - 0.25) * std::log(1e-4 / 0.25);
+  EXPECT_NEAR(psi(ref, cur), expected, 1e-12);  // 3 distinct reference values: one bin per value
+  EXPECT_NEAR(psi(ref, cur, true), expected, 1e-12);
+  // More than 20 distinct values: Sturges bins over both samples; the same sample gives 0, and
+  // a window moved by a fifth of the range crosses Evidently's threshold of 0.1.
+  std::vector<double> grid, moved;
+  for (int i = 0; i < 100; ++i) {
+    grid.push_back(i / 100.0);
+    moved.push_back(i / 100.0 + 0.2);
+  }
+  EXPECT_EQ(psi(grid, grid), 0.0);
+  EXPECT_GT(psi(grid, moved), 0.1);
+}
+
 TEST(DriftStats, BadInputIsNamed) {
   const std::vector<double> empty, one{1.0}, nan{1.0, std::nan("")};
   EXPECT_THROW(ks_2samp(empty, one), Error);
