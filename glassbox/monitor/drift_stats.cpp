@@ -196,7 +196,7 @@ double pelz_good_sf(std::int64_t n, double x) {
   return (1.0 - k_sum[0]) - k_sum[1] / sn - k_sum[2] / (sn * sn) - k_sum[3] / (sn * sn * sn);
 }
 
-// log Gamma(a) - a log x + x, for the two expansions below.
+// a log x - x - log Gamma(a): the log of the factor both expansions of gamma_q share.
 double gamma_prefix(double a, double x) { return a * std::log(x) - x - std::lgamma(a); }
 
 }  // namespace
