@@ -85,13 +85,17 @@ WindowReport compare(const Reference& reference, const Window& window, const Dri
   WindowReport r;
   r.predictions = window.predictions_;
   r.non_finite = window.non_finite_;
+  r.input_values = window.non_finite_;  // the finite ones are added feature by feature below
   const double per_feature_alpha =
       options.alpha / static_cast<double>(std::max<std::size_t>(1, window.features_.size()));
+  r.alpha = options.alpha;
+  r.feature_alpha = per_feature_alpha;
   std::vector<FeatureDrift> all;
   for (std::size_t f = 0; f < window.features_.size(); ++f) {
     const ReferenceSample& ref = reference.features[f];
     const std::vector<double>& cur = window.features_[f];
     const double slack = options.range_tolerance * (ref.max - ref.min);
+    r.input_values += static_cast<std::int64_t>(cur.size());
     for (double v : cur)
       if (v < ref.min - slack || v > ref.max + slack) ++r.out_of_range;
     if (cur.empty()) continue;
@@ -153,6 +157,7 @@ nlohmann::json WindowReport::to_json() const {
   j["predictions"] = predictions;
   j["input_drift"] = input_drift;
   j["drifted_features"] = drifted_features;
+  j["input_values"] = input_values;
   j["out_of_range"] = out_of_range;
   j["non_finite"] = non_finite;
   nlohmann::json fs = nlohmann::json::array();

@@ -62,6 +62,9 @@ struct WindowReport {
   std::vector<FeatureDrift> features;  // the `top_features` most drifted, smallest p-value first
   std::int64_t drifted_features = 0;
   bool input_drift = false;
+  double alpha = 0.05;            // the level of the confidence and class-mix tests
+  double feature_alpha = 0.05;    // each feature's: alpha / features (Bonferroni)
+  std::int64_t input_values = 0;  // input values seen (predictions x features)
   std::int64_t out_of_range = 0;  // input values outside the reference range
   std::int64_t non_finite = 0;    // NaN and infinite input values
   double confidence_mean = 0, confidence_std = 0;
