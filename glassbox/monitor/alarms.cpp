@@ -27,28 +27,41 @@ void AlarmTracker::set(const std::string& kind, bool holds, double value, double
   }
 }
 
+const std::vector<std::string>& AlarmTracker::kinds() {
+  static const std::vector<std::string> k = {"input_drift", "confidence_drift", "overconfidence", "confidence_decay",
+                                             "class_mix",   "out_of_range",     "latency"};
+  return k;
+}
+
+void AlarmTracker::run(const std::string& kind, bool holds, int windows, double value, double threshold, double now) {
+  Run& r = runs_[kind];
+  if (holds) {
+    if (r.length == 0) r.since = now;
+    ++r.length;
+  } else {
+    r.length = 0;
+  }
+  const bool active = r.length >= std::max(1, windows);
+  set(kind, active, value, threshold, r.since);
+}
+
 void AlarmTracker::update(const WindowReport& r, double p99_latency_ms, double now) {
   const double smallest_p = r.features.empty() ? 1.0 : r.features.front().ks_pvalue;
-  set("input_drift", r.input_drift, smallest_p, r.feature_alpha, now);
-  set("confidence_drift", r.confidence_ks_statistic > options_.confidence_ks, r.confidence_ks_statistic,
-      options_.confidence_ks, now);
-  set("overconfidence", r.predictions > 1 && r.confidence_std < options_.overconfident_std, r.confidence_std,
-      options_.overconfident_std, now);
-  // Decay: the mean below its floor for decay_windows windows in a row; since = the first of them.
-  if (r.predictions > 0 && r.confidence_mean < options_.decay_mean) {
-    if (low_confidence_run_ == 0) low_confidence_since_ = now;
-    ++low_confidence_run_;
-  } else {
-    low_confidence_run_ = 0;
-  }
-  const bool decayed = low_confidence_run_ >= options_.decay_windows;
-  set("confidence_decay", decayed, r.confidence_mean, options_.decay_mean, low_confidence_since_);
-  set("class_mix", r.class_mix_shift, r.class_chi2_pvalue, r.alpha, now);
+  run("input_drift", r.input_drift, 1, smallest_p, r.feature_alpha, now);
+  run("confidence_drift", r.confidence_drift && r.confidence_ks_statistic > options_.confidence_ks,
+      options_.confidence_windows, r.confidence_ks_statistic, options_.confidence_ks, now);
+  const double std_floor = std::min(options_.overconfident_std, 0.5 * r.reference_confidence_std);
+  run("overconfidence", r.predictions > 1 && r.confidence_std < std_floor, options_.overconfident_windows,
+      r.confidence_std, std_floor, now);
+  const double mean_floor = std::min(options_.decay_mean, r.reference_confidence_mean - options_.decay_margin);
+  run("confidence_decay", r.predictions > 0 && r.confidence_mean < mean_floor, options_.decay_windows,
+      r.confidence_mean, mean_floor, now);
+  run("class_mix", r.class_mix_shift, 1, r.class_js, r.alpha, now);
   const double bad_share =
       r.input_values > 0 ? static_cast<double>(r.out_of_range + r.non_finite) / static_cast<double>(r.input_values)
                          : 0.0;
-  set("out_of_range", bad_share > options_.out_of_range_share, bad_share, options_.out_of_range_share, now);
-  set("latency", p99_latency_ms > options_.latency_p99_ms, p99_latency_ms, options_.latency_p99_ms, now);
+  run("out_of_range", bad_share > options_.out_of_range_share, 1, bad_share, options_.out_of_range_share, now);
+  run("latency", p99_latency_ms > options_.latency_p99_ms, 1, p99_latency_ms, options_.latency_p99_ms, now);
 }
 
 }  // namespace glassbox::monitor

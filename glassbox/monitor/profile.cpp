@@ -1,6 +1,7 @@
 // Tested by monitor_test (Profile.*).
 #include "glassbox/monitor/profile.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -107,6 +108,18 @@ void write_reference(const fs::path& dir, const Reference& reference) {
             {"predicted_share", reference.predicted_share},
             {"features", features},
             {"confidence", confidence}};
+  if (!reference.entropy.values.empty()) {
+    j["entropy"] = entry_of(reference.entropy, all.size());
+    all.insert(all.end(), reference.entropy.values.begin(), reference.entropy.values.end());
+  }
+  if (!reference.input.name.empty()) j["input"] = reference.input.to_json();
+  json ranges = json::array();
+  for (const ValueRange& r : reference.ranges) ranges.push_back({{"name", r.name}, {"min", r.min}, {"max", r.max}});
+  j["ranges"] = ranges;
+  j["output"] = {{"name", reference.output}, {"kind", reference.output_logits ? "logits" : "probabilities"}};
+  j["classes"] = reference.classes;
+  j["true_share"] = reference.true_share;
+  j["class_error"] = reference.class_error;
   write_file_atomic(dir / "profile.npy", npy_of(all));
   write_file_atomic(dir / "profile.json", j.dump(1) + "\n");
 }
@@ -137,9 +150,111 @@ Reference read_reference(const fs::path& dir) {
     r.predicted_share = j.at("predicted_share").get<std::vector<double>>();
     for (const json& e : j.at("features")) r.features.push_back(sample_of(e, all, json_path));
     r.confidence = sample_of(j.at("confidence"), all, json_path);
+    if (j.contains("entropy")) r.entropy = sample_of(j["entropy"], all, json_path);
+    if (j.contains("input")) r.input = InputSpec::from_json(j["input"]);
+    for (const json& e : j.value("ranges", json::array()))
+      r.ranges.push_back({e.at("name").get<std::string>(), e.at("min").get<double>(), e.at("max").get<double>()});
+    if (j.contains("output")) {
+      r.output = j["output"].at("name").get<std::string>();
+      r.output_logits = j["output"].at("kind").get<std::string>() != "probabilities";
+    }
+    r.classes = j.value("classes", std::vector<std::string>{});
+    r.true_share = j.value("true_share", std::vector<double>{});
+    r.class_error = j.value("class_error", std::vector<double>{});
+  } catch (const Error& e) {
+    GB_THROW(DataLoss, json_path.string() << ": " << e.message(), "export the model again to rewrite its profile");
   } catch (const json::exception& ex) {
     GB_THROW(DataLoss, json_path.string() << " is malformed (" << ex.what() << ")",
              "export the model again to rewrite its profile");
+  }
+  return r;
+}
+
+Scored score(std::span<double> scores, bool logits) {
+  Scored out;
+  if (scores.empty() || !std::all_of(scores.begin(), scores.end(), [](double v) { return std::isfinite(v); }))
+    return out;
+  if (logits) {
+    const double top = *std::max_element(scores.begin(), scores.end());
+    double sum = 0;
+    for (double& v : scores) sum += (v = std::exp(v - top));
+    for (double& v : scores) v /= sum;
+  }
+  const auto best = std::max_element(scores.begin(), scores.end());
+  out.predicted = best - scores.begin();
+  out.confidence = *best;
+  for (double p : scores)
+    if (p > 0) out.entropy -= p * std::log(p);
+  return out;
+}
+
+ReferenceBuilder::ReferenceBuilder(std::optional<InputSpec> input, std::string output, bool logits,
+                                   std::vector<std::string> classes)
+    : output_(std::move(output)), logits_(logits), classes_(std::move(classes)) {
+  if (input) {
+    extractor_.emplace(std::move(*input));
+    ranges_ = extractor_->observe_start();
+    features_.resize(extractor_->names().size());
+  }
+  predicted_.assign(classes_.size(), 0);
+  labels_.assign(classes_.size(), 0);
+  wrong_.assign(classes_.size(), 0);
+}
+
+void ReferenceBuilder::add(std::span<const double> input_values, std::span<const double> scores, std::int64_t label) {
+  if (extractor_) {
+    values_.resize(features_.size());
+    InputCounts unused;
+    extractor_->extract(input_values, values_, {}, 0.0, unused);
+    extractor_->observe_ranges(input_values, ranges_);
+    for (std::size_t f = 0; f < values_.size(); ++f)
+      if (std::isfinite(values_[f])) features_[f].push_back(values_[f]);
+  }
+  GB_CHECK(scores.size() == classes_.size(), InvalidArgument,
+           "an output row of " << scores.size() << " scores for " << classes_.size() << " classes",
+           "pass the model's whole output row");
+  row_.assign(scores.begin(), scores.end());
+  const Scored s = score(row_, logits_);
+  if (s.predicted >= 0) {
+    confidence_.push_back(s.confidence);
+    entropy_.push_back(s.entropy);
+    ++predicted_[static_cast<std::size_t>(s.predicted)];
+  }
+  if (label >= 0 && label < static_cast<std::int64_t>(classes_.size())) {
+    ++labels_[static_cast<std::size_t>(label)];
+    if (s.predicted != label) ++wrong_[static_cast<std::size_t>(label)];
+    ++labelled_;
+  }
+  ++count_;
+}
+
+Reference ReferenceBuilder::build(std::size_t keep) const {
+  GB_CHECK(count_ > 0 && !confidence_.empty(), InvalidArgument, "a reference profile of no predictions",
+           "profile at least one sample the model scores finitely");
+  Reference r;
+  if (extractor_) {
+    r.input = extractor_->spec();
+    r.ranges = ranges_;
+    for (std::size_t f = 0; f < features_.size(); ++f) {
+      GB_CHECK(!features_[f].empty(), InvalidArgument,
+               "monitored feature " << extractor_->names()[f] << " has no finite value in the reference data",
+               "check the validation data");
+      r.features.push_back(ReferenceSample::of(extractor_->names()[f], features_[f], keep));
+    }
+  }
+  r.confidence = ReferenceSample::of("confidence", confidence_, keep);
+  r.entropy = ReferenceSample::of("entropy", entropy_, keep);
+  r.output = output_;
+  r.output_logits = logits_;
+  r.classes = classes_;
+  const auto n = static_cast<double>(confidence_.size());
+  r.predictions = static_cast<std::int64_t>(confidence_.size());
+  for (std::int64_t c : predicted_) r.predicted_share.push_back(static_cast<double>(c) / n);
+  if (labelled_ > 0) {
+    for (std::size_t c = 0; c < classes_.size(); ++c) {
+      r.true_share.push_back(static_cast<double>(labels_[c]) / static_cast<double>(labelled_));
+      r.class_error.push_back(labels_[c] ? static_cast<double>(wrong_[c]) / static_cast<double>(labels_[c]) : 0.0);
+    }
   }
   return r;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "glassbox/base/error.h"
@@ -52,12 +53,16 @@ ReferenceSample ReferenceSample::of(std::string name, std::vector<double> values
 Window::Window(std::size_t features, std::size_t classes) : features_(features), class_counts_(classes, 0) {}
 
 void Window::add(std::span<const double> features, double confidence, std::int64_t predicted_class) {
+  add(features, confidence, std::numeric_limits<double>::quiet_NaN(), predicted_class);
+}
+
+void Window::add(std::span<const double> features, double confidence, double entropy, std::int64_t predicted_class) {
   GB_CHECK(features.size() == features_.size(), InvalidArgument,
            "a prediction with " << features.size() << " monitored features; the reference has " << features_.size(),
            "pass one value per reference feature");
-  GB_CHECK(predicted_class >= 0 && predicted_class < static_cast<std::int64_t>(class_counts_.size()), InvalidArgument,
+  GB_CHECK(predicted_class >= -1 && predicted_class < static_cast<std::int64_t>(class_counts_.size()), InvalidArgument,
            "predicted class " << predicted_class << " of " << class_counts_.size(),
-           "pass a class index below the class count");
+           "pass a class index below the class count, or -1 when the output was not seen");
   for (std::size_t f = 0; f < features.size(); ++f) {
     if (std::isfinite(features[f])) {
       features_[f].push_back(features[f]);
@@ -66,15 +71,27 @@ void Window::add(std::span<const double> features, double confidence, std::int64
     }
   }
   if (std::isfinite(confidence)) confidence_.push_back(confidence);
-  ++class_counts_[static_cast<std::size_t>(predicted_class)];
+  if (std::isfinite(entropy)) entropy_.push_back(entropy);
+  if (predicted_class >= 0) {
+    ++class_counts_[static_cast<std::size_t>(predicted_class)];
+    ++classified_;
+  }
   ++predictions_;
+}
+
+void Window::count_inputs(const InputCounts& counts) {
+  raw_.values += counts.values;
+  raw_.out_of_range += counts.out_of_range;
+  raw_.non_finite += counts.non_finite;
 }
 
 void Window::clear() {
   for (auto& f : features_) f.clear();
   confidence_.clear();
+  entropy_.clear();
   std::fill(class_counts_.begin(), class_counts_.end(), 0);
-  predictions_ = non_finite_ = 0;
+  predictions_ = non_finite_ = classified_ = 0;
+  raw_ = {};
 }
 
 WindowReport compare(const Reference& reference, const Window& window, const DriftOptions& options) {
@@ -84,8 +101,12 @@ WindowReport compare(const Reference& reference, const Window& window, const Dri
       "build the window from the same reference");
   WindowReport r;
   r.predictions = window.predictions_;
-  r.non_finite = window.non_finite_;
-  r.input_values = window.non_finite_;  // the finite ones are added feature by feature below
+  // Raw input values against the reference's ranges when it has them, else each feature's values
+  // against the feature's own range.
+  const bool raw_ranges = !reference.ranges.empty();
+  r.non_finite = raw_ranges ? window.raw_.non_finite : window.non_finite_;
+  r.input_values = raw_ranges ? window.raw_.values : window.non_finite_;
+  if (raw_ranges) r.out_of_range = window.raw_.out_of_range;
   const double per_feature_alpha =
       options.alpha / static_cast<double>(std::max<std::size_t>(1, window.features_.size()));
   r.alpha = options.alpha;
@@ -94,10 +115,12 @@ WindowReport compare(const Reference& reference, const Window& window, const Dri
   for (std::size_t f = 0; f < window.features_.size(); ++f) {
     const ReferenceSample& ref = reference.features[f];
     const std::vector<double>& cur = window.features_[f];
-    const double slack = options.range_tolerance * (ref.max - ref.min);
-    r.input_values += static_cast<std::int64_t>(cur.size());
-    for (double v : cur)
-      if (v < ref.min - slack || v > ref.max + slack) ++r.out_of_range;
+    if (!raw_ranges) {
+      const double slack = options.range_tolerance * (ref.max - ref.min);
+      r.input_values += static_cast<std::int64_t>(cur.size());
+      for (double v : cur)
+        if (v < ref.min - slack || v > ref.max + slack) ++r.out_of_range;
+    }
     if (cur.empty()) continue;
     FeatureDrift d;
     d.name = ref.name;
@@ -106,7 +129,7 @@ WindowReport compare(const Reference& reference, const Window& window, const Dri
     d.ks_pvalue = ks.pvalue;
     d.wasserstein_normed = wasserstein_normed(ref.values, cur);
     d.psi = psi(ref.values, cur);
-    d.drifted = d.ks_pvalue < per_feature_alpha;
+    d.drifted = d.ks_pvalue < per_feature_alpha && d.wasserstein_normed >= options.min_wasserstein;
     r.drifted_features += d.drifted ? 1 : 0;
     all.push_back(std::move(d));
   }
@@ -118,6 +141,17 @@ WindowReport compare(const Reference& reference, const Window& window, const Dri
   r.features = std::move(all);
 
   mean_std(window.confidence_, r.confidence_mean, r.confidence_std);
+  r.reference_confidence_mean = reference.confidence.mean;
+  r.reference_confidence_std = reference.confidence.std;
+  if (!window.entropy_.empty()) {
+    double unused = 0;
+    mean_std(window.entropy_, r.entropy_mean, unused);
+    if (!reference.entropy.values.empty()) {
+      const KsResult ks = ks_2samp(reference.entropy.values, window.entropy_);
+      r.entropy_ks_statistic = ks.statistic;
+      r.entropy_ks_pvalue = ks.pvalue;
+    }
+  }
   if (!window.confidence_.empty() && !reference.confidence.values.empty()) {
     const KsResult ks = ks_2samp(reference.confidence.values, window.confidence_);
     r.confidence_ks_statistic = ks.statistic;
@@ -127,10 +161,10 @@ WindowReport compare(const Reference& reference, const Window& window, const Dri
 
   const std::size_t k = window.class_counts_.size();
   r.predicted_share.assign(k, 0.0);
-  if (window.predictions_ > 0)
+  if (window.classified_ > 0)
     for (std::size_t c = 0; c < k; ++c)
-      r.predicted_share[c] = static_cast<double>(window.class_counts_[c]) / static_cast<double>(window.predictions_);
-  if (window.predictions_ > 0 && reference.predicted_share.size() == k && reference.predictions > 0) {
+      r.predicted_share[c] = static_cast<double>(window.class_counts_[c]) / static_cast<double>(window.classified_);
+  if (window.classified_ > 0 && reference.predicted_share.size() == k && reference.predictions > 0) {
     // Chi-square on the two rows of counts, over the classes either side predicted.
     std::vector<std::vector<double>> table(2);
     std::vector<double> p, q;
@@ -146,8 +180,8 @@ WindowReport compare(const Reference& reference, const Window& window, const Dri
     const Chi2Result chi = chi2_contingency(table);
     r.class_chi2 = chi.statistic;
     r.class_chi2_pvalue = chi.pvalue;
-    r.class_mix_shift = chi.pvalue < options.alpha;
     r.class_js = jensenshannon(p, q);
+    r.class_mix_shift = chi.pvalue < options.alpha && r.class_js >= options.min_js;
   }
   return r;
 }
@@ -173,7 +207,10 @@ nlohmann::json WindowReport::to_json() const {
                      {"std", confidence_std},
                      {"ks_statistic", confidence_ks_statistic},
                      {"ks_pvalue", confidence_ks_pvalue},
-                     {"drift", confidence_drift}};
+                     {"drift", confidence_drift},
+                     {"reference_mean", reference_confidence_mean},
+                     {"reference_std", reference_confidence_std}};
+  j["entropy"] = {{"mean", entropy_mean}, {"ks_statistic", entropy_ks_statistic}, {"ks_pvalue", entropy_ks_pvalue}};
   j["classes"] = {{"predicted_share", predicted_share},
                   {"chi2", class_chi2},
                   {"chi2_pvalue", class_chi2_pvalue},

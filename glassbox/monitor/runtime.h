@@ -1,0 +1,165 @@
+// The monitor of one served model version: requests and outputs handed off by the server, tumbling
+// windows of N predictions or T seconds compared with the reference profile, alarms, and what the
+// metrics endpoint and GET .../monitor show.
+//
+//   ModelMonitor m("fashion", 1, read_reference(version_dir), options);
+//   if (m.sample()) m.offer(observation);   // on the request's completion; never blocks, never throws
+//   MonitorSnapshot s = m.snapshot();       // windows, alarms, counters
+//
+// Off the request path: offer() takes a short lock to queue the observation (the tensors are
+// shared, not copied) or counts it dropped when the queue holds `queue_bytes` already; one thread
+// per monitor turns observations into features, fills the window, and closes it when it holds
+// `window_predictions` predictions or `window_seconds` passed since its first one.
+// Options come from the server's flags and the model's config.pbtxt parameters
+// (`glassbox.monitor.<option>`, MonitorOptions::set).
+//
+// Torch-free. Thread safety: every member may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "glassbox/monitor/alarms.h"
+#include "glassbox/monitor/window.h"
+
+namespace glassbox::monitor {
+
+struct MonitorOptions {
+  bool enabled = true;
+  double sample_rate = 1.0;  // the share of requests observed
+  std::int64_t window_predictions = 1000;
+  double window_seconds = 60;
+  std::size_t keep_windows = 60;        // reports kept for GET .../monitor
+  std::size_t queue_bytes = 64u << 20;  // tensors waiting for the monitor's thread, at most
+  DriftOptions drift;
+  AlarmOptions alarms;
+
+  // One option by name (`window_predictions`, `alpha`, `latency_p99_ms`, ...: options()), from its
+  // text; InvalidArgument naming the option and the accepted values.
+  void set(const std::string& name, const std::string& value);
+  static const std::vector<std::string>& options();
+  void validate() const;
+};
+
+// Element types of the served tensors the monitor reads (KServe's datatypes).
+enum class ElementType {
+  kBool,
+  kUint8,
+  kUint16,
+  kUint32,
+  kUint64,
+  kInt8,
+  kInt16,
+  kInt32,
+  kInt64,
+  kFp16,
+  kFp32,
+  kFp64,
+  kBf16
+};
+
+// A tensor as the server holds it: row-major, little-endian, viewed in `owner`.
+struct RawTensor {
+  ElementType type = ElementType::kFp32;
+  std::vector<std::int64_t> shape;
+  std::shared_ptr<const void> owner;
+  const std::uint8_t* data = nullptr;
+  std::size_t size = 0;  // bytes
+};
+
+// One request: its monitored input and class-score output when the server had them.
+struct Observation {
+  std::optional<RawTensor> input;
+  std::optional<RawTensor> output;
+  double latency_ms = -1;  // received -> response; negative: unknown
+};
+
+struct WindowRecord {
+  std::int64_t index = 0;     // 1, 2, ... since the monitor started
+  double start = 0, end = 0;  // Unix time (seconds) of its first prediction and of its close
+  WindowReport report;
+  double latency_p50_ms = -1, latency_p99_ms = -1, latency_max_ms = -1;  // of its requests
+  std::int64_t requests = 0;
+  nlohmann::json to_json() const;
+};
+
+struct MonitorSnapshot {
+  std::string model;
+  std::int64_t version = 0;
+  MonitorOptions options;
+  std::vector<std::string> features;  // monitored input features, in order
+  std::vector<std::string> classes;
+  std::int64_t requests_total = 0, predictions_total = 0, dropped_total = 0, windows_total = 0;
+  std::int64_t input_values_total = 0, out_of_range_total = 0, non_finite_total = 0;
+  std::int64_t unreadable_total = 0;                  // requests whose tensors did not fit the profile
+  std::int64_t current_window = 0;                    // predictions in the open window
+  std::vector<WindowRecord> windows;                  // the latest `keep_windows`, oldest first
+  std::vector<Alarm> alarms;                          // active now
+  std::map<std::string, std::int64_t> alarms_raised;  // kind -> times it became active
+  // {"model", "version", "windows": [...], "alarms": [...], "totals": {...}, "features", "classes",
+  //  "options"}
+  nlohmann::json to_json() const;
+};
+
+class ModelMonitor {
+ public:
+  ModelMonitor(std::string model, std::int64_t version, Reference reference, MonitorOptions options);
+  ~ModelMonitor();
+  ModelMonitor(const ModelMonitor&) = delete;
+  ModelMonitor& operator=(const ModelMonitor&) = delete;
+
+  const Reference& reference() const { return reference_; }
+  // Whether to observe the next request (the sample rate, spread evenly).
+  bool sample();
+  // Queues the observation, or counts it dropped. Never blocks on the monitor's work, never throws.
+  void offer(Observation observation) noexcept;
+  // Processes everything queued, then closes the open window if it holds predictions.
+  void flush();
+  MonitorSnapshot snapshot() const;
+
+ private:
+  void loop();
+  void process(const Observation& o);
+  void close_window();
+
+  const std::string model_;
+  const std::int64_t version_;
+  const Reference reference_;
+  const MonitorOptions options_;
+  const std::optional<FeatureExtractor> extractor_;  // none: the inputs are not monitored
+
+  std::atomic<std::uint64_t> offered_{0};
+  mutable std::mutex queue_mu_;
+  std::condition_variable queue_cv_, flushed_cv_;
+  std::deque<Observation> queue_;
+  std::size_t queued_bytes_ = 0;
+  std::uint64_t flush_requested_ = 0, flush_done_ = 0;
+  bool stop_ = false;
+  std::atomic<std::int64_t> dropped_{0};
+
+  // The monitor thread's own state.
+  Window window_;
+  std::vector<double> latencies_, sample_, features_, probs_;
+  double window_start_ = 0;
+  std::chrono::steady_clock::time_point window_started_;
+  AlarmTracker alarms_;
+
+  mutable std::mutex state_mu_;  // what snapshot() reads
+  MonitorSnapshot state_;
+
+  std::thread thread_;
+};
+
+}  // namespace glassbox::monitor
