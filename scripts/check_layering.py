@@ -12,7 +12,7 @@ Rules, for every glassbox/**/*.{h,hpp,cpp,cc}:
      LibTorch-free all the way down (the engine's torch-free interface).
   2. Public headers (*.h, *.hpp) never include the LibTorch umbrella <torch/torch.h>; the
      precompiled header serves the .cpp files.
-  3. base and serve/http include no LibTorch header at all (torch/, ATen/, c10/, caffe2/).
+  3. base, monitor and serve/http include no LibTorch header at all (torch/, ATen/, c10/, caffe2/).
   4. Each module's CMake library (`gb_add_library(NAME ... DEPS a b ...)` in its CMakeLists.txt)
      depends only on modules the graph lets it use (libraries outside glassbox/, such as the
      benchmarks' `bench`, are not checked).
@@ -43,9 +43,9 @@ GRAPH: dict[str, tuple[str, ...]] = {
     "export": ("nn",),
     "report": ("metrics",),
     "monitor": ("base",),
-    "serve/engine": ("export", "metrics", "core"),
-    "serve/http": ("base",),  # + LibTorch-free serve/engine headers (rule 1)
-    "app": ("train", "inspect", "explain", "export", "report"),
+    "serve/engine": ("export", "metrics", "core", "monitor"),
+    "serve/http": ("base", "monitor"),  # + LibTorch-free serve/engine headers (rule 1)
+    "app": ("train", "inspect", "explain", "export", "report", "monitor"),
     "testing": ("base",),  # helpers linked only by tests
     "cli": ("app", "serve/engine", "serve/http"),
 }
@@ -93,7 +93,7 @@ def load_graph(root: Path) -> None:
             return
 
 
-TORCH_FREE_MODULES = ("base", "serve/http")
+TORCH_FREE_MODULES = ("base", "monitor", "serve/http")
 TORCH_UMBRELLAS = ("torch/torch.h", "torch/all.h", "torch/extension.h")
 TORCH_PREFIXES = ("torch/", "ATen/", "c10/", "caffe2/")
 SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc")
@@ -179,8 +179,8 @@ class Checker:
             if inc is None:
                 continue
             mod = module_of(inc)
-            if mod == "base":
-                continue
+            if mod in TORCH_FREE_MODULES:
+                continue  # rule 3 keeps them free of LibTorch
             if mod != "serve/engine" or not self.torch_free(inc):
                 return False
         return True

@@ -14,6 +14,7 @@
 #include "glassbox/base/error.h"
 #include "glassbox/base/progress.h"
 #include "glassbox/core/safetensors.h"
+#include "glassbox/export/repository.h"
 #include "glassbox/nn/blocks.h"
 #include "glassbox/train/checkpoint.h"
 #include "glassbox/train/freeze.h"
@@ -49,6 +50,28 @@ LoadedModel model_of_config(const ExportJob& job) {
   return m;
 }
 
+// The reference profile in the repository's version folder, or the note saying why there is none.
+void add_profile(LoadedModel& m, const exporter::ExportRequest& r, const nn::ModelContract& contract,
+                 const ExportJob& job, ExportedFormat& e) {
+  if (m.task != TaskKind::kClassification) {
+    e.profile_note = "the monitor watches classifiers; this model is " + std::string(name_of(m.task));
+    return;
+  }
+  const std::string name = r.name.empty() ? contract.name : r.name;
+  const fs::path model_dir = r.out / name;
+  try {
+    const exporter::RepositoryEntry entry = exporter::read_model_repository_entry(model_dir);
+    ProfileJob pj = job.profile_job;
+    pj.profile_input = !r.repository.raw_input;
+    const ProfileOutcome p = write_model_profile(m, model_dir / std::to_string(r.version), entry.config.input(0).name(),
+                                                 entry.config.output(0).name(), pj);
+    e.profile = p.dir;
+    e.profile_samples = p.samples;
+  } catch (const Error& err) {
+    e.profile_note = err.one_line();
+  }
+}
+
 }  // namespace
 
 nlohmann::json ExportOutcome::to_json() const {
@@ -61,7 +84,11 @@ nlohmann::json ExportOutcome::to_json() const {
     for (const auto& a : res.artefacts)
       j["artefacts"].push_back({{"kind", a.kind}, {"path", a.path.string()}, {"bytes", a.bytes}});
     j["bytes"] = f.bytes;
-    if (f.format == "repository") j["repository"] = f.repository.string();
+    if (f.format == "repository") {
+      j["repository"] = f.repository.string();
+      if (!f.profile.empty()) j["profile"] = {{"dir", f.profile.string()}, {"samples", f.profile_samples}};
+      if (!f.profile_note.empty()) j["profile_note"] = f.profile_note;
+    }
     report.push_back(j);
   }
   return report;
@@ -110,7 +137,10 @@ ExportOutcome run_export(const ExportJob& job) {
     e.format = f;
     e.result = exporter::export_model(*m.model, contract, r);
     for (const auto& a : e.result.artefacts) e.bytes += a.bytes;
-    if (f == "repository") e.repository = r.out;
+    if (f == "repository") {
+      e.repository = r.out;
+      if (job.profile) add_profile(m, r, contract, job, e);
+    }
     outcome.formats.push_back(std::move(e));
   }
   bar.finish(fmt::format("{}", fmt::join(formats, ", ")));

@@ -13,8 +13,9 @@
 // Formats: torchscript | onnx | repository | weights | all (the first three). out: a file
 // (torchscript, onnx, weights) or a folder (repository, all); default RUN_DIR/export/... for a
 // checkpoint, export/<name>/... for a config. request.trainable_only keeps only the tensors the run
-// trained (its trainer.freeze patterns). Errors: InvalidArgument/NotFound naming the flag.
-// Thread safety: one export per thread.
+// trained (its trainer.freeze patterns). A repository of a classifier gets its reference profile
+// (profile.json + profile.npy in the version folder, app/profile.h) unless job.profile is false. Errors:
+// InvalidArgument/NotFound naming the flag. Thread safety: one export per thread.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "glassbox/app/profile.h"
 #include "glassbox/export/package.h"
 
 namespace glassbox::app {
@@ -36,6 +38,11 @@ struct ExportJob {
   std::string format = "torchscript";
   std::filesystem::path out;
   exporter::ExportRequest request;  // name, version, repository settings, trainable_only, platform
+  // A repository's version folder also gets the model's reference profile (its validation split
+  // through the model) for the server's monitor; when the data is not at hand the export goes on
+  // without it and says why (ExportedFormat::profile_note).
+  bool profile = true;
+  ProfileJob profile_job;
 };
 
 struct ExportedFormat {
@@ -43,6 +50,9 @@ struct ExportedFormat {
   exporter::ExportResult result;
   std::filesystem::path repository;  // for "repository"
   std::uintmax_t bytes = 0;          // all artefacts
+  std::filesystem::path profile;     // the profile's folder (repository), empty when none was written
+  std::int64_t profile_samples = 0;
+  std::string profile_note;  // why no profile was written
 };
 
 struct ExportOutcome {

@@ -29,6 +29,8 @@ struct ExportArgs {
   std::string image_input = "encoded";
   bool trainable_only = false;
   bool json = false;
+  bool profile = true;
+  std::int64_t profile_samples = 20000;
 };
 
 }  // namespace
@@ -65,6 +67,12 @@ void add_export(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--trainable-only", a->trainable_only,
                 "weights: only the tensors that were trained (trainer.freeze left out)");
+  cmd->add_flag("--profile,!--no-profile", a->profile,
+                "repository: write the model's reference profile (its validation split through the model) beside it, "
+                "which glassbox serve watches the served traffic against (default: on)");
+  cmd->add_option("--profile-samples", a->profile_samples, "repository: validation samples in the profile, at most")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_flag("--json", a->json, "print what was written as JSON");
   cmd->footer(
       "Every model file gets its contract (input shape, preprocessing, labels) as a .json beside it.\n"
@@ -94,6 +102,8 @@ void add_export(CLI::App& app) {
     r.repository.instance_kind = a->gpu ? exporter::InstanceKind::kGpu : exporter::InstanceKind::kCpu;
     r.repository.raw_input = a->platform == "glassbox";
     r.repository.encoded_images = a->image_input == "encoded";
+    job.profile = a->profile;
+    job.profile_job.max_samples = a->profile_samples;
     const app::ExportOutcome outcome = app::run_export(job);
     if (a->json) {
       std::cout << outcome.to_json().dump(2) << "\n";
@@ -117,6 +127,10 @@ void add_export(CLI::App& app) {
       }
       if (res.max_abs_difference >= 0)
         std::cout << "  verified: reloaded TorchScript matches the model within " << res.max_abs_difference << "\n";
+      if (!f.profile.empty())
+        std::cout << "  profile:    " << f.profile_samples << " validation samples in " << f.profile.string()
+                  << " (glassbox serve monitors the model against it)\n";
+      if (!f.profile_note.empty()) std::cout << "  no profile: " << f.profile_note << "\n";
     }
   });
 }

@@ -55,6 +55,10 @@ struct ServeArgs {
   bool strict_config = false;
   bool split_large_requests = false;
   bool exit_on_error = true;
+  bool monitor = true;
+  std::int64_t monitor_window = 1000;
+  double monitor_seconds = 60;
+  double monitor_sample_rate = 1.0;
 };
 
 // The key is the file's first line without surrounding whitespace.
@@ -122,6 +126,10 @@ void run_serve(const ServeArgs& a) {
   eo.strict_config = a.strict_config;
   eo.split_large_requests = a.split_large_requests;
   eo.default_intra_op_threads = a.intra_op_threads;
+  eo.monitor = a.monitor;
+  eo.monitor_options.window_predictions = a.monitor_window;
+  eo.monitor_options.window_seconds = a.monitor_seconds;
+  eo.monitor_options.sample_rate = a.monitor_sample_rate;
   eo.validate();
   GB_CHECK(a.exit_timeout >= 0, InvalidArgument, "--exit-timeout must be >= 0 seconds, got " << a.exit_timeout,
            std::string("give the seconds queued and in-flight requests may take to finish at shutdown"));
@@ -152,6 +160,13 @@ void run_serve(const ServeArgs& a) {
   for (const serve::IndexEntry& e : engine->repository_index(false)) {
     std::cout << fmt::format("model {}{}: {}{}\n", e.name, e.version.empty() ? "" : " version " + e.version, e.state,
                              e.reason.empty() ? "" : " (" + e.reason + ")");
+  }
+  for (const monitor::MonitorSnapshot& m : engine->monitor_snapshots()) {
+    std::cout << fmt::format(
+        "monitoring {} version {}: {} features and the predictions against its profile, "
+        "windows of {} predictions or {} s, {:g} % of requests\n",
+        m.model, m.version, m.features.size(), m.options.window_predictions, m.options.window_seconds,
+        100 * m.options.sample_rate);
   }
   std::cout << fmt::format("loaded in {:.2f} s\n",
                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count())
@@ -243,6 +258,19 @@ void add_serve(CLI::App& app) {
       ->default_str("true");
   cmd->add_flag("--split-large-requests", a->split_large_requests,
                 "run requests larger than max_batch_size as several batches (default: 400)");
+  cmd->add_flag("--monitor,!--no-monitor", a->monitor,
+                "watch each model version that has a reference profile (glassbox export writes one): drift, "
+                "confidence, class mix and latency alarms at GET /v2/models/NAME/monitor and on /metrics "
+                "(--monitor=false: off; a model's config.pbtxt parameter glassbox.monitor.enabled overrides)");
+  cmd->add_option("--monitor-window", a->monitor_window, "monitoring: predictions per window")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--monitor-seconds", a->monitor_seconds, "monitoring: a window closes after this many seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--monitor-sample-rate", a->monitor_sample_rate, "monitoring: the share of requests observed")
+      ->check(CLI::Range(0.000001, 1.0))
+      ->capture_default_str();
   cmd->footer(
       "Examples:\n"
       "  glassbox serve --model-repository runs/quickstart/export/repository\n"

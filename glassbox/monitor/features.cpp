@@ -78,6 +78,7 @@ FeatureExtractor::FeatureExtractor(InputSpec spec) : spec_(std::move(spec)) {
   }
   names_.push_back("brightness");
   names_.push_back("contrast");
+  names_.push_back("gradient");
   for (std::size_t c = 0; c < channels_; ++c) range_names_.push_back("channel" + std::to_string(c));
 }
 
@@ -144,9 +145,30 @@ void FeatureExtractor::extract(std::span<const double> sample, std::span<double>
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double mean = all_n ? all_sum / static_cast<double>(all_n) : nan;
-  features[names_.size() - 2] = mean;
-  features[names_.size() - 1] =
+  features[names_.size() - 3] = mean;
+  features[names_.size() - 2] =
       all_n ? std::sqrt(std::max(0.0, all_sq / static_cast<double>(all_n) - mean * mean)) : nan;
+  // Gradient: the mean absolute difference of horizontally and vertically adjacent values (noise
+  // raises it, blur lowers it).
+  const auto h = static_cast<std::size_t>(spec_.shape[1]), w = static_cast<std::size_t>(spec_.shape[2]);
+  double grad = 0;
+  std::size_t pairs = 0;
+  for (std::size_t c = 0; c < channels_; ++c) {
+    const double* plane = sample.data() + c * plane_;
+    const auto add = [&](double a, double b) {
+      const double d = unnormalise(a, c) - unnormalise(b, c);
+      if (std::isfinite(d)) {
+        grad += std::abs(d);
+        ++pairs;
+      }
+    };
+    for (std::size_t y = 0; y < h; ++y)
+      for (std::size_t x = 0; x < w; ++x) {
+        if (x + 1 < w) add(plane[y * w + x + 1], plane[y * w + x]);
+        if (y + 1 < h) add(plane[(y + 1) * w + x], plane[y * w + x]);
+      }
+  }
+  features[names_.size() - 1] = pairs ? grad / static_cast<double>(pairs) : 0.0;
 }
 
 std::vector<ValueRange> FeatureExtractor::observe_start() const {

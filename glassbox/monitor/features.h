@@ -8,8 +8,9 @@
 //   tabular [F]       a feature per input value (the contract's feature names, or f0, f1, ...);
 //                     a range per feature
 //   image [C, H, W]   per image: the mean and standard deviation of each channel (when C > 1),
-//                     brightness (the mean of every value) and contrast (their standard
-//                     deviation, RMS contrast); a range per channel
+//                     brightness (the mean of every value), contrast (their standard deviation,
+//                     RMS contrast) and gradient (the mean absolute difference of adjacent values:
+//                     noise raises it, blur lowers it); a range per channel
 //
 //   FeatureExtractor fx(spec);
 //   std::vector<double> features(fx.names().size());

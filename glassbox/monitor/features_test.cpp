@@ -61,10 +61,10 @@ TEST(Features, ImageStatisticsPerChannelAndOverall) {
   s.std = {0.25};
   const FeatureExtractor fx(s);
   ASSERT_EQ(fx.names(), (std::vector<std::string>{"channel0_mean", "channel0_std", "channel1_mean", "channel1_std",
-                                                  "brightness", "contrast"}));
+                                                  "brightness", "contrast", "gradient"}));
   EXPECT_EQ(fx.range_names(), (std::vector<std::string>{"channel0", "channel1"}));
   // Normalised (-2, 2), (0, 4) -> pixels (0, 1), (0.5, 1.5).
-  std::vector<double> f(6);
+  std::vector<double> f(7);
   InputCounts c;
   const std::vector<ValueRange> ranges = {{"channel0", 0, 1}, {"channel1", 0, 1}};
   fx.extract(std::vector<double>{-2, 2, 0, 4}, f, ranges, 0.0, c);
@@ -75,6 +75,7 @@ TEST(Features, ImageStatisticsPerChannelAndOverall) {
   EXPECT_DOUBLE_EQ(f[4], 0.75);
   // values 0, 1, 0.5, 1.5: mean 0.75, squared deviations 0.5625, 0.0625, 0.0625, 0.5625 -> var 0.3125
   EXPECT_NEAR(f[5], std::sqrt(0.3125), 1e-12);
+  EXPECT_DOUBLE_EQ(f[6], 0.5 * (1.0 + 1.0));  // |1 - 0| in channel 0, |1.5 - 0.5| in channel 1
   EXPECT_EQ(c.values, 4);
   EXPECT_EQ(c.out_of_range, 1);  // 1.5 in channel 1
 
@@ -83,7 +84,13 @@ TEST(Features, ImageStatisticsPerChannelAndOverall) {
   s.mean.clear();
   s.std.clear();
   const FeatureExtractor gray(s);
-  EXPECT_EQ(gray.names(), (std::vector<std::string>{"brightness", "contrast"}));
+  EXPECT_EQ(gray.names(), (std::vector<std::string>{"brightness", "contrast", "gradient"}));
+  // 2x2: pixels 0 1 / 1 1 -> pairs (0,1), (0,1) differ by 1, (1,1), (1,1) by 0.
+  std::vector<double> g(3);
+  InputCounts gc;
+  gray.extract(std::vector<double>{0, 1, 1, 1}, g, {}, 0.0, gc);
+  EXPECT_DOUBLE_EQ(g[0], 0.75);
+  EXPECT_DOUBLE_EQ(g[2], 0.5);
 }
 
 TEST(Features, BadSpecsAreNamed) {

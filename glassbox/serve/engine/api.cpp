@@ -95,6 +95,13 @@ void EngineOptions::validate() const {
   GB_CHECK(control_mode == ModelControlMode::kExplicit || startup_models.empty(), InvalidArgument,
            "models to load at startup were given but the model control mode is none (every model loads)",
            std::string("add --model-control-mode explicit, or drop --load-model"));
+  monitor_options.validate();
+}
+
+monitor::MonitorSnapshot Engine::monitor_snapshot(const std::string& model, std::int64_t version) const {
+  model_metadata(model, version);  // unknown models and versions, as everywhere
+  GB_THROW(FailedPrecondition, "model '" << model << "' is not monitored by this engine",
+           "serve it with glassbox serve, which monitors models exported with a profile");
 }
 
 }  // namespace glassbox::serve

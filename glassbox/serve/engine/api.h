@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "glassbox/base/error.h"
+#include "glassbox/monitor/runtime.h"
 
 namespace glassbox::serve {
 
@@ -214,6 +215,12 @@ struct EngineOptions {
   bool strict_config = false;
   bool split_large_requests = false;  // default for models whose config does not say
   int default_intra_op_threads = 0;   // 0: LibTorch's default; a model's INTRA_OP_THREAD_COUNT wins
+  // Monitoring: each version whose folder holds a reference profile (profile.json, written by
+  // glassbox export) is watched with these options, which its config.pbtxt parameters
+  // `glassbox.monitor.<option>` override (`glassbox.monitor.enabled` "false" turns it off).
+  // monitor = false turns it off for every model.
+  bool monitor = true;
+  monitor::MonitorOptions monitor_options;
   // InvalidArgument naming the option.
   void validate() const;
 };
@@ -248,6 +255,12 @@ class Engine {
   virtual void load_model(const std::string& model, const std::string& config_json) = 0;
   // Queued and in-flight requests of the model finish first.
   virtual void unload_model(const std::string& model) = 0;
+
+  // Monitoring: the version's windows and alarms (version 0: the highest ready version). Throws as
+  // model_metadata does, and FailedPrecondition naming why the version is not monitored.
+  virtual monitor::MonitorSnapshot monitor_snapshot(const std::string& model, std::int64_t version) const;
+  // Every monitored version's snapshot (the metrics endpoint).
+  virtual std::vector<monitor::MonitorSnapshot> monitor_snapshots() const { return {}; }
 
   // Readiness goes false; new requests get Unavailable ("server is shutting down").
   virtual void begin_shutdown() = 0;

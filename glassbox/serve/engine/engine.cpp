@@ -29,7 +29,9 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -41,6 +43,7 @@
 #include "glassbox/base/files.h"
 #include "glassbox/core/version.h"
 #include "glassbox/export/repository.h"
+#include "glassbox/monitor/profile.h"
 #include "glassbox/serve/engine/api.h"
 #include "glassbox/serve/engine/backend.h"
 #include "glassbox/serve/engine/runner.h"
@@ -58,14 +61,16 @@ constexpr std::chrono::seconds kUnloadDrain{60};
 // One model, as the engine sees it at one moment. Immutable once published.
 struct ModelState {
   std::string name;
-  std::shared_ptr<const triton::ModelConfig> config;           // when the config was read
-  std::map<std::int64_t, std::shared_ptr<ModelRunner>> ready;  // version -> its runner
-  std::map<std::int64_t, Error> failed;                        // version -> why it did not load
-  std::optional<Error> error;        // why no version was tried (a config error, no version folder)
-  std::string reason;                // why nothing serves ("unloaded", or the error's line)
-  std::string warning;               // what of the config was skipped; empty when nothing
-  bool wanted = false;               // counts for readiness
-  std::optional<Error> first_error;  // the first load error (for load_model's caller)
+  std::shared_ptr<const triton::ModelConfig> config;                        // when the config was read
+  std::map<std::int64_t, std::shared_ptr<ModelRunner>> ready;               // version -> its runner
+  std::map<std::int64_t, Error> failed;                                     // version -> why it did not load
+  std::map<std::int64_t, std::shared_ptr<monitor::ModelMonitor>> monitors;  // the monitored ready versions
+  std::map<std::int64_t, std::string> unmonitored;  // a ready version -> why it is not monitored
+  std::optional<Error> error;                       // why no version was tried (a config error, no version folder)
+  std::string reason;                               // why nothing serves ("unloaded", or the error's line)
+  std::string warning;                              // what of the config was skipped; empty when nothing
+  bool wanted = false;                              // counts for readiness
+  std::optional<Error> first_error;                 // the first load error (for load_model's caller)
 };
 
 std::string platform_of(const triton::ModelConfig& c) {
@@ -115,6 +120,49 @@ std::string with_defaults(const triton::ModelConfig& config) {
     if (!j["response_cache"].contains("enable")) j["response_cache"]["enable"] = false;
   }
   return j.dump();
+}
+
+constexpr std::string_view kMonitorParameter = "glassbox.monitor.";
+
+std::optional<monitor::ElementType> element_type(DataType t) {
+  using E = monitor::ElementType;
+  switch (t) {
+    case DataType::kBool: return E::kBool;
+    case DataType::kUint8: return E::kUint8;
+    case DataType::kUint16: return E::kUint16;
+    case DataType::kUint32: return E::kUint32;
+    case DataType::kUint64: return E::kUint64;
+    case DataType::kInt8: return E::kInt8;
+    case DataType::kInt16: return E::kInt16;
+    case DataType::kInt32: return E::kInt32;
+    case DataType::kInt64: return E::kInt64;
+    case DataType::kFp16: return E::kFp16;
+    case DataType::kFp32: return E::kFp32;
+    case DataType::kFp64: return E::kFp64;
+    case DataType::kBf16: return E::kBf16;
+    case DataType::kBytes: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// The monitor's view of a served tensor (shared, not copied); none for BYTES.
+std::optional<monitor::RawTensor> raw_tensor(const Tensor& t) {
+  const auto type = element_type(t.datatype);
+  if (!type) return std::nullopt;
+  monitor::RawTensor r;
+  r.type = *type;
+  r.shape = t.shape;
+  r.owner = t.owner;
+  r.data = t.data;
+  r.size = t.size;
+  return r;
+}
+
+// The request's input the profile monitors: by name, or the only one.
+const Tensor* monitored_input(const InferRequest& request, const std::string& name) {
+  for (const Tensor& t : request.inputs)
+    if (t.name == name) return &t;
+  return request.inputs.size() == 1 ? &request.inputs.front() : nullptr;
 }
 
 class RepositoryEngine final : public Engine {
@@ -204,7 +252,9 @@ class RepositoryEngine final : public Engine {
     try {
       GB_CHECK(!shutting_down_.load(), Unavailable, "server is shutting down",
                std::string("retry against another replica"));
-      runner = resolve(request.model, request.version).runner;
+      Target t = resolve(request.model, request.version);
+      runner = std::move(t.runner);
+      if (t.monitor && t.monitor->sample()) done = observed(request, std::move(t.monitor), std::move(done));
     } catch (const Error& e) {
       answer(request, std::move(done), e);
       return;
@@ -213,6 +263,29 @@ class RepositoryEngine final : public Engine {
       return;
     }
     runner->submit(std::move(request), std::move(done));
+  }
+
+  monitor::MonitorSnapshot monitor_snapshot(const std::string& model, std::int64_t version) const override {
+    const Target t = resolve(model, version);
+    if (!t.monitor) {
+      const auto it = t.state->unmonitored.find(t.version);
+      throw Error(ErrorCode::kFailedPrecondition,
+                  "model '" + model + "' version " + std::to_string(t.version) + " is not monitored",
+                  it != t.state->unmonitored.end() ? it->second : "the server runs with --monitor=false");
+    }
+    return t.monitor->snapshot();
+  }
+
+  std::vector<monitor::MonitorSnapshot> monitor_snapshots() const override {
+    std::vector<std::shared_ptr<monitor::ModelMonitor>> all;
+    {
+      std::shared_lock lock(mu_);
+      for (const auto& [name, s] : models_)
+        for (const auto& [v, m] : s->monitors) all.push_back(m);
+    }
+    std::vector<monitor::MonitorSnapshot> out;
+    for (const auto& m : all) out.push_back(m->snapshot());
+    return out;
   }
 
   std::vector<ModelStats> statistics(const std::string& model, std::int64_t version) const override {
@@ -330,7 +403,37 @@ class RepositoryEngine final : public Engine {
     std::shared_ptr<const ModelState> state;
     std::int64_t version = 0;
     std::shared_ptr<ModelRunner> runner;
+    std::shared_ptr<monitor::ModelMonitor> monitor;  // null: not monitored
   };
+
+  static std::shared_ptr<monitor::ModelMonitor> monitor_of(const ModelState& s, std::int64_t version) {
+    const auto it = s.monitors.find(version);
+    return it == s.monitors.end() ? nullptr : it->second;
+  }
+
+  // `done`, handing the request's monitored input and the response's scores to the monitor once
+  // the client has its answer. Never fails the request: the hand-off drops when the monitor is
+  // behind.
+  static InferCallback observed(const InferRequest& request, std::shared_ptr<monitor::ModelMonitor> mon,
+                                InferCallback done) {
+    std::optional<monitor::RawTensor> input;
+    if (const Tensor* in = monitored_input(request, mon->reference().input.name)) input = raw_tensor(*in);
+    return [mon = std::move(mon), input = std::move(input), received = request.received,
+            done = std::move(done)](InferOutcome out) mutable {
+      if (out.error) {
+        done(std::move(out));
+        return;
+      }
+      monitor::Observation o;
+      o.input = std::move(input);
+      const std::string& scores = mon->reference().output;
+      for (const Tensor& t : out.response.outputs)
+        if (t.name == scores || out.response.outputs.size() == 1) o.output = raw_tensor(t);
+      o.latency_ms = std::chrono::duration<double, std::milli>(Clock::now() - received).count();
+      done(std::move(out));
+      mon->offer(std::move(o));
+    };
+  }
 
   std::shared_ptr<const ModelState> find(const std::string& model) const {
     std::shared_lock lock(mu_);
@@ -375,9 +478,10 @@ class RepositoryEngine final : public Engine {
                     "model '" + model + "' is UNAVAILABLE: " + why);
       }
       const auto& [v, runner] = *s->ready.rbegin();
-      return {s, v, runner};
+      return {s, v, runner, monitor_of(*s, v)};
     }
-    if (const auto it = s->ready.find(version); it != s->ready.end()) return {s, version, it->second};
+    if (const auto it = s->ready.find(version); it != s->ready.end())
+      return {s, version, it->second, monitor_of(*s, version)};
     if (const auto it = s->failed.find(version); it != s->failed.end()) {
       throw Error(
           ErrorCode::kFailedPrecondition,
@@ -508,6 +612,7 @@ class RepositoryEngine final : public Engine {
       try {
         std::shared_ptr<Backend> backend = load_backend(entry, v, bo);
         s->ready[v] = std::make_shared<ModelRunner>(entry.config, v, std::move(backend), ro);
+        start_monitor(entry, v, *s);
         std::clog << fmt::format("serve: model '{}' version {} loaded in {:.3f} s\n", model, v,
                                  std::chrono::duration<double>(Clock::now() - t0).count());
       } catch (const Error& e) {
@@ -522,6 +627,40 @@ class RepositoryEngine final : public Engine {
     }
     if (s->ready.empty()) s->reason = s->failed.begin()->second.one_line();
     return s;
+  }
+
+  // The version's monitor when its folder holds a profile and monitoring is on; otherwise the
+  // reason in `s.unmonitored`. A profile that does not read or options that do not parse leave the
+  // version serving, unmonitored, with the reason logged and in the index.
+  void start_monitor(const exporter::RepositoryEntry& entry, std::int64_t v, ModelState& s) const {
+    const fs::path dir = entry.dir / std::to_string(v);
+    const auto off = [&](const std::string& why, bool warn) {
+      s.unmonitored[v] = why;
+      if (!warn) return;
+      std::clog << "serve: model '" << entry.name << "' version " << v << " is not monitored: " << why << "\n";
+      s.warning = with_warning(s.warning, "version " + std::to_string(v) + " is not monitored: " + why);
+    };
+    if (!options_.monitor) return off("the server runs with --monitor=false", false);
+    monitor::MonitorOptions mo = options_.monitor_options;
+    try {
+      for (const auto& [key, value] : entry.config.parameters()) {
+        if (key.rfind(kMonitorParameter, 0) != 0) continue;
+        mo.set(key.substr(kMonitorParameter.size()), value.string_value());
+      }
+      mo.validate();
+    } catch (const Error& e) {
+      return off("config.pbtxt: " + e.one_line(), true);
+    }
+    if (!mo.enabled) return off("config.pbtxt sets glassbox.monitor.enabled to false", false);
+    if (!fs::exists(dir / "profile.json"))
+      return off("no reference profile (" + (dir / "profile.json").string() +
+                     "): glassbox export writes one beside the model when the checkpoint's validation data is at hand",
+                 false);
+    try {
+      s.monitors[v] = std::make_shared<monitor::ModelMonitor>(entry.name, v, monitor::read_reference(dir), mo);
+    } catch (const Error& e) {
+      return off(e.one_line(), true);
+    }
   }
 
   // Startup: the models load in parallel (each model's versions in order).

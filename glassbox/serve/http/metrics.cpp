@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -219,7 +220,129 @@ ProcessFigures process_figures() {
   return p;
 }
 
-std::string render_metrics(const std::vector<ModelStats>& stats, const ProcessFigures& process, MetricNames names) {
+static void write_monitors(Writer& w, const std::vector<monitor::MonitorSnapshot>& monitors) {
+  if (monitors.empty()) return;
+  struct Total {
+    const char* name;
+    const char* help;
+    std::int64_t monitor::MonitorSnapshot::*field;
+  };
+  static const Total totals[] = {
+      {"glassbox_monitor_requests_total", "Requests the monitor observed", &monitor::MonitorSnapshot::requests_total},
+      {"glassbox_monitor_predictions_total", "Predictions (batch elements) the monitor observed",
+       &monitor::MonitorSnapshot::predictions_total},
+      {"glassbox_monitor_dropped_total", "Requests not observed because the monitor was behind (never failed)",
+       &monitor::MonitorSnapshot::dropped_total},
+      {"glassbox_monitor_unreadable_total", "Observed requests whose tensors did not fit the reference profile",
+       &monitor::MonitorSnapshot::unreadable_total},
+      {"glassbox_monitor_windows_total", "Monitoring windows closed", &monitor::MonitorSnapshot::windows_total},
+      {"glassbox_monitor_input_values_total", "Input values checked against the training range",
+       &monitor::MonitorSnapshot::input_values_total},
+      {"glassbox_monitor_input_out_of_range_total", "Input values outside the training data's range",
+       &monitor::MonitorSnapshot::out_of_range_total},
+      {"glassbox_monitor_input_non_finite_total", "Input values that were NaN or infinite",
+       &monitor::MonitorSnapshot::non_finite_total},
+  };
+  for (const Total& t : totals) {
+    w.family(t.name, "counter", t.help);
+    for (const auto& m : monitors) {
+      const std::string v = std::to_string(m.version);
+      w.sample(t.name, "", {{"model", m.model}, {"version", v}}, static_cast<std::uint64_t>(m.*(t.field)));
+    }
+  }
+  w.family("glassbox_monitor_alarm", "gauge", "1 while the alarm of this kind is active, else 0");
+  for (const auto& m : monitors) {
+    const std::string v = std::to_string(m.version);
+    for (const std::string& kind : monitor::AlarmTracker::kinds()) {
+      const bool on = std::any_of(m.alarms.begin(), m.alarms.end(), [&](const auto& a) { return a.kind == kind; });
+      w.sample("glassbox_monitor_alarm", "", {{"model", m.model}, {"version", v}, {"kind", kind}},
+               std::uint64_t{on ? 1u : 0u});
+    }
+  }
+  w.family("glassbox_monitor_alarms_raised_total", "counter", "Times the alarm of this kind became active");
+  for (const auto& m : monitors) {
+    const std::string v = std::to_string(m.version);
+    for (const auto& [kind, n] : m.alarms_raised)
+      w.sample("glassbox_monitor_alarms_raised_total", "", {{"model", m.model}, {"version", v}, {"kind", kind}},
+               static_cast<std::uint64_t>(n));
+  }
+  // The latest window's figures.
+  struct Gauge {
+    const char* name;
+    const char* help;
+    std::function<double(const monitor::WindowRecord&)> value;
+  };
+  static const Gauge gauges[] = {
+      {"glassbox_monitor_window_predictions", "Predictions in the latest window",
+       [](const auto& r) { return static_cast<double>(r.report.predictions); }},
+      {"glassbox_monitor_drifted_features", "Input features that drifted in the latest window",
+       [](const auto& r) { return static_cast<double>(r.report.drifted_features); }},
+      {"glassbox_monitor_confidence_mean", "Mean max-softmax confidence in the latest window",
+       [](const auto& r) { return r.report.confidence_mean; }},
+      {"glassbox_monitor_confidence_std", "Standard deviation of the confidence in the latest window",
+       [](const auto& r) { return r.report.confidence_std; }},
+      {"glassbox_monitor_reference_confidence_mean", "Mean confidence on the reference (validation) data",
+       [](const auto& r) { return r.report.reference_confidence_mean; }},
+      {"glassbox_monitor_confidence_ks_statistic", "KS statistic of the window's confidences against the reference",
+       [](const auto& r) { return r.report.confidence_ks_statistic; }},
+      {"glassbox_monitor_entropy_mean", "Mean softmax entropy (nats) in the latest window",
+       [](const auto& r) { return r.report.entropy_mean; }},
+      {"glassbox_monitor_class_js", "Jensen-Shannon distance of the predicted classes from the reference's",
+       [](const auto& r) { return r.report.class_js; }},
+      {"glassbox_monitor_class_chi2_pvalue", "Chi-square p-value of the predicted classes against the reference's",
+       [](const auto& r) { return r.report.class_chi2_pvalue; }},
+      {"glassbox_monitor_window_latency_p50_seconds", "Median request latency in the latest window",
+       [](const auto& r) { return r.latency_p50_ms / 1000.0; }},
+      {"glassbox_monitor_window_latency_p99_seconds", "99th percentile request latency in the latest window",
+       [](const auto& r) { return r.latency_p99_ms / 1000.0; }},
+  };
+  for (const Gauge& g : gauges) {
+    w.family(g.name, "gauge", g.help);
+    for (const auto& m : monitors) {
+      if (m.windows.empty()) continue;
+      const std::string v = std::to_string(m.version);
+      w.sample(g.name, "", {{"model", m.model}, {"version", v}}, g.value(m.windows.back()));
+    }
+  }
+  struct FeatureGauge {
+    const char* name;
+    const char* help;
+    double monitor::FeatureDrift::*field;
+  };
+  static const FeatureGauge features[] = {
+      {"glassbox_monitor_feature_ks_statistic", "KS statistic of the feature in the latest window (most drifted)",
+       &monitor::FeatureDrift::ks_statistic},
+      {"glassbox_monitor_feature_ks_pvalue", "KS p-value of the feature in the latest window (most drifted)",
+       &monitor::FeatureDrift::ks_pvalue},
+      {"glassbox_monitor_feature_wasserstein_normed",
+       "Wasserstein distance over the reference's standard deviation (most drifted features)",
+       &monitor::FeatureDrift::wasserstein_normed},
+      {"glassbox_monitor_feature_psi", "Population stability index of the feature (most drifted features)",
+       &monitor::FeatureDrift::psi},
+  };
+  for (const FeatureGauge& g : features) {
+    w.family(g.name, "gauge", g.help);
+    for (const auto& m : monitors) {
+      if (m.windows.empty()) continue;
+      const std::string v = std::to_string(m.version);
+      for (const monitor::FeatureDrift& f : m.windows.back().report.features)
+        w.sample(g.name, "", {{"model", m.model}, {"version", v}, {"feature", f.name}}, f.*(g.field));
+    }
+  }
+  w.family("glassbox_monitor_class_share", "gauge", "Share of each predicted class in the latest window");
+  for (const auto& m : monitors) {
+    if (m.windows.empty()) continue;
+    const std::string v = std::to_string(m.version);
+    const std::vector<double>& share = m.windows.back().report.predicted_share;
+    for (std::size_t c = 0; c < share.size(); ++c) {
+      const std::string cls = c < m.classes.size() ? m.classes[c] : std::to_string(c);
+      w.sample("glassbox_monitor_class_share", "", {{"model", m.model}, {"version", v}, {"class", cls}}, share[c]);
+    }
+  }
+}
+
+std::string render_metrics(const std::vector<ModelStats>& stats, const ProcessFigures& process, MetricNames names,
+                           const std::vector<monitor::MonitorSnapshot>& monitors) {
   const bool triton = names == MetricNames::kTriton;
   Writer w;
 
@@ -260,6 +383,7 @@ std::string render_metrics(const std::vector<ModelStats>& stats, const ProcessFi
   for (const ModelStats& s : stats) w.sample(pending, "", {{"model", s.name}, {"version", s.version}}, s.pending);
 
   for (const HistogramFamily& f : kHistograms) write_histogram(w, f, stats);
+  write_monitors(w, monitors);
 
   w.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes");
   w.sample("process_resident_memory_bytes", "", {}, process.resident_memory_bytes);
@@ -285,7 +409,7 @@ HttpResponse metrics_response(const HttpRequest& request, const Engine& engine, 
   try {
     HttpResponse r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    r.body = render_metrics(engine.statistics("", 0), process_figures(), names);
+    r.body = render_metrics(engine.statistics("", 0), process_figures(), names, engine.monitor_snapshots());
     return r;
   } catch (const Error& e) {
     return error_response(e);

@@ -38,7 +38,11 @@ struct ProcessFigures {
 // This process's figures now; a field that cannot be read stays at its default.
 ProcessFigures process_figures();
 
-std::string render_metrics(const std::vector<ModelStats>& stats, const ProcessFigures& process, MetricNames names);
+// `monitors` add the glassbox_monitor_* families (docs/monitoring.md): counters of observed,
+// dropped and out-of-range inputs, an alarm gauge per kind, and the latest window's figures (the
+// most drifted features by name, each class's share).
+std::string render_metrics(const std::vector<ModelStats>& stats, const ProcessFigures& process, MetricNames names,
+                           const std::vector<monitor::MonitorSnapshot>& monitors = {});
 
 // GET /metrics -> 200 text/plain; version=0.0.4; another method on /metrics 405; any other path 404.
 HttpResponse metrics_response(const HttpRequest& request, const Engine& engine, MetricNames names);

@@ -27,6 +27,7 @@ enum class Kind {
   kModelReady,
   kModelConfig,
   kModelStats,
+  kModelMonitor,
   kInfer,
   kIndex,
   kLoad,
@@ -91,6 +92,8 @@ Route match(std::string_view target) {
       r.kind = Kind::kModelConfig;
     else if (last == "stats")
       r.kind = Kind::kModelStats;
+    else if (last == "monitor")
+      r.kind = Kind::kModelMonitor;
     else if (last == "infer")
       r.kind = Kind::kInfer;
   }
@@ -326,6 +329,7 @@ void Router::handle(const HttpRequest& req, Reply reply) const {
       case Kind::kModelConfig: return reply(json_response(engine_.model_config_json(model, version)));
       case Kind::kAllStats: return reply(json_response(dump(stats_json(engine_.statistics("", 0)))));
       case Kind::kModelStats: return reply(json_response(dump(stats_json(engine_.statistics(model, version)))));
+      case Kind::kModelMonitor: return reply(json_response(dump(engine_.monitor_snapshot(model, version).to_json())));
       case Kind::kIndex: {
         const json body = control_body(req, options_, "the repository index request");
         bool ready = false;
