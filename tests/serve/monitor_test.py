@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Monitoring end to end on the quickstart's model: trained (one short epoch), exported as a model
+repository with its reference profile, served with windows of 500 predictions, and fed Fashion-MNIST
+test images through tritonclient (binary tensors, preprocessed as the contract says): 20 windows
+in distribution must raise no alarm; then each shift must raise its alarm within 2 windows, seen
+at GET /v2/models/NAME/monitor and as glassbox_monitor_alarm on /metrics, and clear once the
+traffic is back to normal:
+
+    brightness +0.3 -> input_drift (brightness)    Gaussian noise (sigma 0.1) -> input_drift
+    pixels sent as 0..255 -> out_of_range           three classes only -> class_mix
+
+    monitor_test.py --glassbox build/glassbox/cli/glassbox [--workdir DIR]
+Exits 0 when every check holds, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import tritonclient.http as httpclient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import serve_common as sc  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+FASHION = Path("/usr/share/datasets/fashion-mnist")
+WINDOW = 500
+EXPECTED = {"brightness": "input_drift", "noise": "input_drift", "raw_0_255": "out_of_range", "class_mix": "class_mix"}
+
+
+def read_idx(path: Path) -> np.ndarray:
+    data = gzip.open(path, "rb").read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def metrics_values(text: str, family: str, model: str) -> dict[str, float]:
+    """label 'kind' (or the only extra label) -> value, for the model's samples of a family."""
+    out = {}
+    for m in re.finditer(r"^" + family + r'\{model="([^"]*)",version="[^"]*"(?:,(\w+)="([^"]*)")?\} (\S+)$', text,
+                         re.M):
+        if m.group(1) == model:
+            out[m.group(3) or ""] = float(m.group(4))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--glassbox", required=True)
+    ap.add_argument("--workdir")
+    args = ap.parse_args(argv)
+    work = sc.workdir_arg(args.workdir, "gb-monitor-")
+    checks = sc.Checks("monitor")
+    gb = args.glassbox
+    for d in ("run", "repo"):
+        shutil.rmtree(work / d, ignore_errors=True)
+
+    def run(cmd: list[str], what: str) -> str:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if not checks.check(p.returncode == 0, f"{what} exits 0:\n{p.stdout}\n{p.stderr}"):
+            raise SystemExit(checks.summary())
+        return p.stdout
+
+    run([gb, "train", str(ROOT / "configs" / "quickstart.toml"), "--run-dir", str(work / "run"), "--set",
+         "trainer.max_epochs=1", "--set", "data.limit_train=20000", "--set", "trainer.enable_progress_bar=false",
+         "--set", "diagnostics.tensorboard=false"], "glassbox train (quickstart, one short epoch)")
+    ckpt = str(work / "run" / "checkpoints" / "last.ckpt")
+    out = run([gb, "export", "--checkpoint", ckpt, "--format", "repository", "--out", str(work / "repo"), "--name",
+               "quickstart"], "glassbox export --format repository")
+    checks.check("profile:    5000 validation samples" in out, f"export names the profile it wrote:\n{out}")
+    version_dir = work / "repo" / "quickstart" / "1"
+    checks.check((version_dir / "profile.json").exists() and (version_dir / "profile.npy").exists(),
+                 "profile.json and profile.npy are in the version folder")
+    profile = json.loads((version_dir / "profile.json").read_text())
+    checks.check([f["name"] for f in profile["features"]] == ["brightness", "contrast", "gradient"],
+                 f"a gray image is profiled by brightness, contrast and gradient: {profile['features']}")
+    npy = np.load(version_dir / "profile.npy")
+    checks.check(npy.shape[0] == sum(f["size"] for f in profile["features"]) + profile["confidence"]["size"] +
+                 profile["entropy"]["size"], "numpy reads profile.npy, sized as profile.json says")
+    run([gb, "export", "--checkpoint", ckpt, "--format", "repository", "--out", str(work / "repo"), "--name",
+         "plain", "--no-profile"], "glassbox export --no-profile")
+
+    contract = json.loads((work / "repo" / "quickstart" / "contract.json").read_text())
+    pre = contract["preprocessing"]
+    mean, std, scale = np.float32(pre["mean"][0]), np.float32(pre["std"][0]), np.float32(pre["scale"])
+    images = read_idx(FASHION / "t10k-images-idx3-ubyte.gz").astype(np.float32)
+    labels = read_idx(FASHION / "t10k-labels-idx1-ubyte.gz")
+    rng = np.random.default_rng(5)
+    cursor = [0]
+
+    def next_images(n: int, classes=None) -> np.ndarray:  # pixels in the contract's [0, 1]
+        if classes is None:
+            idx = (np.arange(n) + cursor[0]) % len(images)
+            cursor[0] += n
+        else:
+            idx = rng.choice(np.flatnonzero(np.isin(labels, classes)), size=n)
+        return images[idx] * scale
+
+    with sc.ServeProcess(gb, work / "repo", work, ["--monitor-window", WINDOW]) as server:
+        checks.check("monitoring quickstart version 1: 3 features" in server.output(),
+                     f"serve says what it monitors:\n{server.output()}")
+        client = httpclient.InferenceServerClient(f"127.0.0.1:{server.port}")
+
+        def send(x01: np.ndarray, forget_scale: bool = False) -> None:
+            x = (((x01 / scale if forget_scale else x01) - mean) / std).astype(np.float32)[:, None]
+            for i in range(0, len(x), 50):
+                inp = httpclient.InferInput("INPUT__0", list(x[i:i + 50].shape), "FP32")
+                inp.set_data_from_numpy(x[i:i + 50], binary_data=True)
+                client.infer("quickstart", [inp])
+
+        def monitor() -> dict:
+            status, body = sc.get_json(server.port, "/v2/models/quickstart/monitor")
+            assert status == 200, body
+            return body
+
+        def window(make) -> dict:
+            before = monitor()["totals"]["windows"]
+            make()
+            deadline = time.monotonic() + 120
+            body = monitor()
+            while body["totals"]["windows"] < before + 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+                body = monitor()
+            return body
+
+        def metrics() -> str:
+            return sc.request(server.metrics_port, "GET", "/metrics")[2].decode()
+
+        traffic = {
+            "in_distribution": lambda: send(next_images(WINDOW)),
+            "brightness": lambda: send(np.clip(next_images(WINDOW) + 0.3, 0, 1)),
+            "noise": lambda: send(np.clip(next_images(WINDOW) + rng.normal(0, 0.1, (WINDOW, 28, 28)), 0, 1)),
+            "raw_0_255": lambda: send(next_images(WINDOW), forget_scale=True),
+            "class_mix": lambda: send(next_images(WINDOW, classes=[1, 5, 8])),
+        }
+        quiet = [window(traffic["in_distribution"]) for _ in range(20)]
+        noisy = [(b["totals"]["windows"], [a["kind"] for a in b["alarms"]]) for b in quiet if b["alarms"]]
+        checks.check(not noisy, f"20 windows in distribution raise no alarm: {noisy}")
+        last = quiet[-1]
+        checks.check(last["totals"]["windows"] == 20 and last["totals"]["predictions"] == 20 * WINDOW,
+                     f"20 windows of {WINDOW} predictions: {last['totals']}")
+        checks.check(last["totals"]["dropped"] == 0 and last["totals"]["out_of_range"] == 0,
+                     f"nothing dropped, nothing out of range: {last['totals']}")
+        text = metrics()
+        on = {k: v for k, v in metrics_values(text, "glassbox_monitor_alarm", "quickstart").items() if v}
+        checks.check(len(metrics_values(text, "glassbox_monitor_alarm", "quickstart")) == 7 and not on,
+                     f"/metrics: every alarm kind at 0: {on}")
+        checks.check(metrics_values(text, "glassbox_monitor_predictions_total", "quickstart").get("") == 20 * WINDOW,
+                     "/metrics counts the observed predictions")
+        if shutil.which("promtool"):
+            p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+            checks.check(p.returncode == 0 and not p.stdout.strip() and not p.stderr.strip(),
+                         f"promtool check metrics accepts the monitor's families: {p.stdout}{p.stderr}")
+
+        for shift, kind in EXPECTED.items():
+            seen = []
+            for _ in range(2):
+                body = window(traffic[shift])
+                seen.append([a["kind"] for a in body["alarms"]])
+                if kind in seen[-1]:
+                    break
+            checks.check(kind in seen[-1], f"{shift}: {kind} within 2 windows (alarms per window: {seen})")
+            alarm = next((a for a in body["alarms"] if a["kind"] == kind), None)
+            if alarm:
+                checks.check(set(alarm) == {"kind", "since", "value", "threshold"} and alarm["since"] > 1.7e9,
+                             f"{shift}: the alarm has kind, since (Unix time), value, threshold: {alarm}")
+            if shift == "brightness":
+                top = body["windows"][-1]["features"][0]
+                checks.check(top["name"] == "brightness" and top["drifted"],
+                             f"brightness: the most drifted feature is brightness: {top}")
+            if shift == "raw_0_255":
+                checks.check(body["windows"][-1]["out_of_range"] > 0.3 * WINDOW * 784,
+                             f"0..255: the out-of-range values are counted: {body['windows'][-1]['out_of_range']}")
+            m = metrics_values(metrics(), "glassbox_monitor_alarm", "quickstart")
+            checks.check(m.get(kind) == 1.0, f"{shift}: /metrics shows glassbox_monitor_alarm{{kind=\"{kind}\"}} 1: {m}")
+            back = [window(traffic["in_distribution"]) for _ in range(2)]
+            checks.check(kind not in [a["kind"] for a in back[-1]["alarms"]],
+                         f"{shift}: {kind} clears once the traffic is back to normal: {back[-1]['alarms']}")
+
+        same = sc.get_json(server.port, "/v2/models/quickstart/versions/1/monitor")
+        checks.check(same[0] == 200 and same[1]["version"] == "1", "GET .../versions/1/monitor answers")
+        status, body = sc.get_json(server.port, "/v2/models/plain/monitor")
+        checks.check(status == 400 and "not monitored" in body.get("error", "") and "profile" in body["error"],
+                     f"a model exported without a profile: 400 naming why: {status} {body}")
+        status, body = sc.get_json(server.port, "/v2/models/nope/monitor")
+        checks.check(status == 400 and "unknown model" in body.get("error", ""), f"unknown model: {status} {body}")
+        status, _ = sc.get_json(server.port, "/v2/models/quickstart/versions/7/monitor")
+        checks.check(status == 404, f"unknown version: 404, got {status}")
+    return checks.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
