@@ -23,6 +23,7 @@ void add_serve(CLI::App& app);
 void add_predict(CLI::App& app);
 void add_data(CLI::App& app);
 void add_tune(CLI::App& app);
+void add_monitor(CLI::App& app);
 
 // The process exit status a command asks for when it returns normally (default 0).
 int& exit_code();

@@ -127,6 +127,7 @@ int main(int argc, char** argv) {
   glassbox::cli::add_predict(app);
   glassbox::cli::add_data(app);
   glassbox::cli::add_tune(app);
+  glassbox::cli::add_monitor(app);
   const std::string binary = "glassbox";
   if (argc <= 1) {
     std::cout << app.help();

@@ -54,14 +54,9 @@ def metrics_values(text: str, family: str, model: str) -> dict[str, float]:
     return out
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--glassbox", required=True)
-    ap.add_argument("--workdir")
-    args = ap.parse_args(argv)
-    work = sc.workdir_arg(args.workdir, "gb-monitor-")
-    checks = sc.Checks("monitor")
-    gb = args.glassbox
+def prepare(gb: str, work: Path, checks: sc.Checks) -> Path:
+    """The quickstart's model trained for one short epoch and exported with its profile (and a copy
+    without one, 'plain') into WORK/repo."""
     for d in ("run", "repo"):
         shutil.rmtree(work / d, ignore_errors=True)
 
@@ -78,7 +73,68 @@ def main(argv: list[str]) -> int:
     out = run([gb, "export", "--checkpoint", ckpt, "--format", "repository", "--out", str(work / "repo"), "--name",
                "quickstart"], "glassbox export --format repository")
     checks.check("profile:    5000 validation samples" in out, f"export names the profile it wrote:\n{out}")
-    version_dir = work / "repo" / "quickstart" / "1"
+    run([gb, "export", "--checkpoint", ckpt, "--format", "repository", "--out", str(work / "repo"), "--name",
+         "plain", "--no-profile"], "glassbox export --no-profile")
+    return work / "repo"
+
+
+class Traffic:
+    """Fashion-MNIST test images for the quickstart model served at PORT, preprocessed as the
+    contract says: in distribution, or shifted."""
+
+    def __init__(self, repo: Path, port: int, window: int):
+        contract = json.loads((repo / "quickstart" / "contract.json").read_text())
+        pre = contract["preprocessing"]
+        self.mean, self.std = np.float32(pre["mean"][0]), np.float32(pre["std"][0])
+        self.scale = np.float32(pre["scale"])
+        self.images = read_idx(FASHION / "t10k-images-idx3-ubyte.gz").astype(np.float32)
+        self.labels = read_idx(FASHION / "t10k-labels-idx1-ubyte.gz")
+        self.rng = np.random.default_rng(5)
+        self.cursor = 0
+        self.window = window
+        self.client = httpclient.InferenceServerClient(f"127.0.0.1:{port}")
+
+    def images01(self, n: int, classes=None) -> np.ndarray:
+        if classes is None:
+            idx = (np.arange(n) + self.cursor) % len(self.images)
+            self.cursor += n
+        else:
+            idx = self.rng.choice(np.flatnonzero(np.isin(self.labels, classes)), size=n)
+        return self.images[idx] * self.scale
+
+    def send(self, x01: np.ndarray, forget_scale: bool = False) -> None:
+        x = (((x01 / self.scale if forget_scale else x01) - self.mean) / self.std).astype(np.float32)[:, None]
+        for i in range(0, len(x), 50):
+            inp = httpclient.InferInput("INPUT__0", list(x[i:i + 50].shape), "FP32")
+            inp.set_data_from_numpy(x[i:i + 50], binary_data=True)
+            self.client.infer("quickstart", [inp])
+
+    def window_of(self, shift: str) -> None:
+        n = self.window
+        if shift == "in_distribution":
+            self.send(self.images01(n))
+        elif shift == "brightness":
+            self.send(np.clip(self.images01(n) + 0.3, 0, 1))
+        elif shift == "noise":
+            self.send(np.clip(self.images01(n) + self.rng.normal(0, 0.1, (n, 28, 28)), 0, 1))
+        elif shift == "raw_0_255":
+            self.send(self.images01(n), forget_scale=True)
+        elif shift == "class_mix":
+            self.send(self.images01(n, classes=[1, 5, 8]))
+        else:
+            raise ValueError(shift)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--glassbox", required=True)
+    ap.add_argument("--workdir")
+    args = ap.parse_args(argv)
+    work = sc.workdir_arg(args.workdir, "gb-monitor-")
+    checks = sc.Checks("monitor")
+    gb = args.glassbox
+    repo = prepare(gb, work, checks)
+    version_dir = repo / "quickstart" / "1"
     checks.check((version_dir / "profile.json").exists() and (version_dir / "profile.npy").exists(),
                  "profile.json and profile.npy are in the version folder")
     profile = json.loads((version_dir / "profile.json").read_text())
@@ -87,45 +143,20 @@ def main(argv: list[str]) -> int:
     npy = np.load(version_dir / "profile.npy")
     checks.check(npy.shape[0] == sum(f["size"] for f in profile["features"]) + profile["confidence"]["size"] +
                  profile["entropy"]["size"], "numpy reads profile.npy, sized as profile.json says")
-    run([gb, "export", "--checkpoint", ckpt, "--format", "repository", "--out", str(work / "repo"), "--name",
-         "plain", "--no-profile"], "glassbox export --no-profile")
 
-    contract = json.loads((work / "repo" / "quickstart" / "contract.json").read_text())
-    pre = contract["preprocessing"]
-    mean, std, scale = np.float32(pre["mean"][0]), np.float32(pre["std"][0]), np.float32(pre["scale"])
-    images = read_idx(FASHION / "t10k-images-idx3-ubyte.gz").astype(np.float32)
-    labels = read_idx(FASHION / "t10k-labels-idx1-ubyte.gz")
-    rng = np.random.default_rng(5)
-    cursor = [0]
-
-    def next_images(n: int, classes=None) -> np.ndarray:  # pixels in the contract's [0, 1]
-        if classes is None:
-            idx = (np.arange(n) + cursor[0]) % len(images)
-            cursor[0] += n
-        else:
-            idx = rng.choice(np.flatnonzero(np.isin(labels, classes)), size=n)
-        return images[idx] * scale
-
-    with sc.ServeProcess(gb, work / "repo", work, ["--monitor-window", WINDOW]) as server:
+    with sc.ServeProcess(gb, repo, work, ["--monitor-window", WINDOW]) as server:
         checks.check("monitoring quickstart version 1: 3 features" in server.output(),
                      f"serve says what it monitors:\n{server.output()}")
-        client = httpclient.InferenceServerClient(f"127.0.0.1:{server.port}")
-
-        def send(x01: np.ndarray, forget_scale: bool = False) -> None:
-            x = (((x01 / scale if forget_scale else x01) - mean) / std).astype(np.float32)[:, None]
-            for i in range(0, len(x), 50):
-                inp = httpclient.InferInput("INPUT__0", list(x[i:i + 50].shape), "FP32")
-                inp.set_data_from_numpy(x[i:i + 50], binary_data=True)
-                client.infer("quickstart", [inp])
+        traffic = Traffic(repo, server.port, WINDOW)
 
         def monitor() -> dict:
             status, body = sc.get_json(server.port, "/v2/models/quickstart/monitor")
             assert status == 200, body
             return body
 
-        def window(make) -> dict:
+        def window(shift: str) -> dict:
             before = monitor()["totals"]["windows"]
-            make()
+            traffic.window_of(shift)
             deadline = time.monotonic() + 120
             body = monitor()
             while body["totals"]["windows"] < before + 1 and time.monotonic() < deadline:
@@ -136,14 +167,7 @@ def main(argv: list[str]) -> int:
         def metrics() -> str:
             return sc.request(server.metrics_port, "GET", "/metrics")[2].decode()
 
-        traffic = {
-            "in_distribution": lambda: send(next_images(WINDOW)),
-            "brightness": lambda: send(np.clip(next_images(WINDOW) + 0.3, 0, 1)),
-            "noise": lambda: send(np.clip(next_images(WINDOW) + rng.normal(0, 0.1, (WINDOW, 28, 28)), 0, 1)),
-            "raw_0_255": lambda: send(next_images(WINDOW), forget_scale=True),
-            "class_mix": lambda: send(next_images(WINDOW, classes=[1, 5, 8])),
-        }
-        quiet = [window(traffic["in_distribution"]) for _ in range(20)]
+        quiet = [window("in_distribution") for _ in range(20)]
         noisy = [(b["totals"]["windows"], [a["kind"] for a in b["alarms"]]) for b in quiet if b["alarms"]]
         checks.check(not noisy, f"20 windows in distribution raise no alarm: {noisy}")
         last = quiet[-1]
@@ -165,7 +189,7 @@ def main(argv: list[str]) -> int:
         for shift, kind in EXPECTED.items():
             seen = []
             for _ in range(2):
-                body = window(traffic[shift])
+                body = window(shift)
                 seen.append([a["kind"] for a in body["alarms"]])
                 if kind in seen[-1]:
                     break
@@ -183,7 +207,7 @@ def main(argv: list[str]) -> int:
                              f"0..255: the out-of-range values are counted: {body['windows'][-1]['out_of_range']}")
             m = metrics_values(metrics(), "glassbox_monitor_alarm", "quickstart")
             checks.check(m.get(kind) == 1.0, f"{shift}: /metrics shows glassbox_monitor_alarm{{kind=\"{kind}\"}} 1: {m}")
-            back = [window(traffic["in_distribution"]) for _ in range(2)]
+            back = [window("in_distribution") for _ in range(2)]
             checks.check(kind not in [a["kind"] for a in back[-1]["alarms"]],
                          f"{shift}: {kind} clears once the traffic is back to normal: {back[-1]['alarms']}")
 
