@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -59,6 +60,10 @@ struct ServeArgs {
   std::int64_t monitor_window = 1000;
   double monitor_seconds = 60;
   double monitor_sample_rate = 1.0;
+  std::string payload_log;
+  double payload_log_sample_rate = 1.0;
+  std::uint64_t payload_log_max_mib = 1024;
+  std::uint64_t payload_log_segment_mib = 64;
 };
 
 // The key is the file's first line without surrounding whitespace.
@@ -130,6 +135,10 @@ void run_serve(const ServeArgs& a) {
   eo.monitor_options.window_predictions = a.monitor_window;
   eo.monitor_options.window_seconds = a.monitor_seconds;
   eo.monitor_options.sample_rate = a.monitor_sample_rate;
+  eo.payload_log.dir = a.payload_log;
+  eo.payload_log.sample_rate = a.payload_log_sample_rate;
+  eo.payload_log.max_bytes = a.payload_log_max_mib << 20;
+  eo.payload_log.segment_bytes = std::min(a.payload_log_segment_mib, a.payload_log_max_mib) << 20;
   eo.validate();
   GB_CHECK(a.exit_timeout >= 0, InvalidArgument, "--exit-timeout must be >= 0 seconds, got " << a.exit_timeout,
            std::string("give the seconds queued and in-flight requests may take to finish at shutdown"));
@@ -168,6 +177,9 @@ void run_serve(const ServeArgs& a) {
         m.model, m.version, m.features.size(), m.options.window_predictions, m.options.window_seconds,
         100 * m.options.sample_rate);
   }
+  if (!a.payload_log.empty())
+    std::cout << fmt::format("payload log: {} ({:g} % of requests, at most {} MiB)\n", a.payload_log,
+                             100 * a.payload_log_sample_rate, a.payload_log_max_mib);
   std::cout << fmt::format("loaded in {:.2f} s\n",
                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count())
             << std::flush;
@@ -270,6 +282,19 @@ void add_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--monitor-sample-rate", a->monitor_sample_rate, "monitoring: the share of requests observed")
       ->check(CLI::Range(0.000001, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--payload-log", a->payload_log,
+                  "write sampled requests and responses under this folder (MODEL/VERSION/seg-N/records.jsonl + one "
+                  ".npy per tensor; send request ids to join labels later); a full disk drops records, never requests");
+  cmd->add_option("--payload-log-sample-rate", a->payload_log_sample_rate, "payload log: the share of requests written")
+      ->check(CLI::Range(0.000001, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--payload-log-max-mib", a->payload_log_max_mib,
+                  "payload log: MiB kept on disk; the oldest segments are deleted beyond it")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--payload-log-segment-mib", a->payload_log_segment_mib, "payload log: MiB per segment")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->footer(
       "Examples:\n"

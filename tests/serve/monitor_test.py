@@ -9,6 +9,9 @@ traffic is back to normal:
     brightness +0.3 -> input_drift (brightness)    Gaussian noise (sigma 0.1) -> input_drift
     pixels sent as 0..255 -> out_of_range           three classes only -> class_mix
 
+The server also writes a payload log (1 MiB segments under a 4 MiB cap): every request is counted,
+the newest are on disk with their ids, and numpy reads the tensors.
+
     monitor_test.py --glassbox build/glassbox/cli/glassbox [--workdir DIR]
 Exits 0 when every check holds, 1 otherwise.
 """
@@ -45,7 +48,11 @@ def read_idx(path: Path) -> np.ndarray:
 
 
 def metrics_values(text: str, family: str, model: str) -> dict[str, float]:
-    """label 'kind' (or the only extra label) -> value, for the model's samples of a family."""
+    """label 'kind' (or the only extra label) -> value, for the model's samples of a family; model ""
+    reads a family without labels."""
+    if not model:
+        m = re.search("^" + family + r" (\S+)$", text, re.M)
+        return {"": float(m.group(1))} if m else {}
     out = {}
     for m in re.finditer(r"^" + family + r'\{model="([^"]*)",version="[^"]*"(?:,(\w+)="([^"]*)")?\} (\S+)$', text,
                          re.M):
@@ -93,6 +100,7 @@ class Traffic:
         self.cursor = 0
         self.window = window
         self.client = httpclient.InferenceServerClient(f"127.0.0.1:{port}")
+        self.sent = 0  # requests, each with the id "r<n>"
 
     def images01(self, n: int, classes=None) -> np.ndarray:
         if classes is None:
@@ -107,7 +115,8 @@ class Traffic:
         for i in range(0, len(x), 50):
             inp = httpclient.InferInput("INPUT__0", list(x[i:i + 50].shape), "FP32")
             inp.set_data_from_numpy(x[i:i + 50], binary_data=True)
-            self.client.infer("quickstart", [inp])
+            self.client.infer("quickstart", [inp], request_id=f"r{self.sent}")
+            self.sent += 1
 
     def window_of(self, shift: str) -> None:
         n = self.window
@@ -144,7 +153,10 @@ def main(argv: list[str]) -> int:
     checks.check(npy.shape[0] == sum(f["size"] for f in profile["features"]) + profile["confidence"]["size"] +
                  profile["entropy"]["size"], "numpy reads profile.npy, sized as profile.json says")
 
-    with sc.ServeProcess(gb, repo, work, ["--monitor-window", WINDOW]) as server:
+    payloads = work / "payloads"
+    shutil.rmtree(payloads, ignore_errors=True)
+    with sc.ServeProcess(gb, repo, work, ["--monitor-window", WINDOW, "--payload-log", payloads,
+                                          "--payload-log-segment-mib", 1, "--payload-log-max-mib", 4]) as server:
         checks.check("monitoring quickstart version 1: 3 features" in server.output(),
                      f"serve says what it monitors:\n{server.output()}")
         traffic = Traffic(repo, server.port, WINDOW)
@@ -220,6 +232,31 @@ def main(argv: list[str]) -> int:
         checks.check(status == 400 and "unknown model" in body.get("error", ""), f"unknown model: {status} {body}")
         status, _ = sc.get_json(server.port, "/v2/models/quickstart/versions/7/monitor")
         checks.check(status == 404, f"unknown version: 404, got {status}")
+
+        # The payload log: rotated into segments under its 4 MiB cap, the newest requests kept with
+        # their ids, each tensor file read by numpy with the rows records.jsonl gives.
+        deadline = time.monotonic() + 60
+        text = metrics()
+        while metrics_values(text, "glassbox_payload_log_records_total", "").get("") != traffic.sent and \
+                time.monotonic() < deadline:
+            time.sleep(0.2)
+            text = metrics()
+        records = re.search(r"^glassbox_payload_log_records_total (\S+)$", text, re.M)
+        dropped = re.findall(r'^glassbox_payload_log_dropped_total\{reason="(\w+)"\} (\S+)$', text, re.M)
+        checks.check(records is not None and float(records.group(1)) == traffic.sent,
+                     f"/metrics: every request written to the payload log ({traffic.sent}): {records and records.group(0)}")
+        checks.check(dropped and all(float(v) == 0 for _, v in dropped), f"/metrics: no payload dropped: {dropped}")
+        segs = sorted((payloads / "quickstart" / "1").iterdir())
+        on_disk = sum(f.stat().st_size for s in segs for f in s.iterdir())
+        checks.check(len(segs) >= 2 and on_disk <= 4 << 20, f"payload log rotated under 4 MiB: {len(segs)} segments, "
+                                                            f"{on_disk} bytes")
+        lines = [json.loads(x) for x in (segs[-1] / "records.jsonl").read_text().splitlines()]
+        checks.check(lines and lines[-1]["id"] == f"r{traffic.sent - 1}", f"the newest request is logged with its id: "
+                                                                         f"{lines[-1]['id'] if lines else None}")
+        x = np.load(segs[-1] / "INPUT__0.npy")
+        y = np.load(segs[-1] / "OUTPUT__0.npy")
+        checks.check(x.shape == (lines[-1]["inputs"][0]["rows"][1], 1, 28, 28) and y.shape[1] == 10 and
+                     y.shape[0] == x.shape[0], f"numpy reads the segment's tensors: {x.shape} {y.shape}")
     return checks.summary()
 
 

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "glassbox/base/error.h"
+#include "glassbox/monitor/payload_log.h"
 #include "glassbox/monitor/runtime.h"
 
 namespace glassbox::serve {
@@ -221,6 +222,9 @@ struct EngineOptions {
   // monitor = false turns it off for every model.
   bool monitor = true;
   monitor::MonitorOptions monitor_options;
+  // Payload logging (payload_log.dir non-empty): sampled requests and responses of every model
+  // written under the folder (glassbox/monitor/payload_log.h); never fails a request.
+  monitor::PayloadLogOptions payload_log;
   // InvalidArgument naming the option.
   void validate() const;
 };
@@ -261,6 +265,8 @@ class Engine {
   virtual monitor::MonitorSnapshot monitor_snapshot(const std::string& model, std::int64_t version) const;
   // Every monitored version's snapshot (the metrics endpoint).
   virtual std::vector<monitor::MonitorSnapshot> monitor_snapshots() const { return {}; }
+  // The payload logger's counters; none when payload logging is off.
+  virtual std::optional<monitor::PayloadLogger::Stats> payload_log_stats() const { return std::nullopt; }
 
   // Readiness goes false; new requests get Unavailable ("server is shutting down").
   virtual void begin_shutdown() = 0;

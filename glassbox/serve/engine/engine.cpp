@@ -170,6 +170,8 @@ class RepositoryEngine final : public Engine {
   explicit RepositoryEngine(const EngineOptions& options) : options_(options) {
     options_.validate();
     check_repository(options_.repository);
+    if (!options_.payload_log.dir.empty())
+      payload_log_ = std::make_shared<monitor::PayloadLogger>(options_.payload_log);
     const std::vector<std::string> all = exporter::list_repository_models(options_.repository);
     std::vector<std::string> names;
     if (options_.control_mode == ModelControlMode::kNone ||
@@ -255,6 +257,7 @@ class RepositoryEngine final : public Engine {
       Target t = resolve(request.model, request.version);
       runner = std::move(t.runner);
       if (t.monitor && t.monitor->sample()) done = observed(request, std::move(t.monitor), std::move(done));
+      if (payload_log_ && payload_log_->sample()) done = logged(request, t.version, payload_log_, std::move(done));
     } catch (const Error& e) {
       answer(request, std::move(done), e);
       return;
@@ -286,6 +289,11 @@ class RepositoryEngine final : public Engine {
     std::vector<monitor::MonitorSnapshot> out;
     for (const auto& m : all) out.push_back(m->snapshot());
     return out;
+  }
+
+  std::optional<monitor::PayloadLogger::Stats> payload_log_stats() const override {
+    if (!payload_log_) return std::nullopt;
+    return payload_log_->stats();
   }
 
   std::vector<ModelStats> statistics(const std::string& model, std::int64_t version) const override {
@@ -629,6 +637,38 @@ class RepositoryEngine final : public Engine {
     return s;
   }
 
+  static monitor::PayloadTensor payload_tensor(const Tensor& t) {
+    monitor::PayloadTensor p;
+    p.name = t.name;
+    p.datatype = datatype_name(t.datatype);
+    p.shape = t.shape;
+    p.data = raw_tensor(t);
+    return p;
+  }
+
+  // `done`, writing the request and its response to the payload log once the client has its
+  // answer (dropped and counted when the writer is behind or the disk fails).
+  static InferCallback logged(const InferRequest& request, std::int64_t version,
+                              std::shared_ptr<monitor::PayloadLogger> log, InferCallback done) {
+    monitor::PayloadRecord rec;
+    rec.model = request.model;
+    rec.version = version;
+    rec.id = request.id;
+    for (const Tensor& t : request.inputs) rec.inputs.push_back(payload_tensor(t));
+    return [log = std::move(log), rec = std::move(rec), received = request.received,
+            done = std::move(done)](InferOutcome out) mutable {
+      if (out.error) {
+        done(std::move(out));
+        return;
+      }
+      for (const Tensor& t : out.response.outputs) rec.outputs.push_back(payload_tensor(t));
+      rec.latency_ms = std::chrono::duration<double, std::milli>(Clock::now() - received).count();
+      rec.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      done(std::move(out));
+      log->offer(std::move(rec));
+    };
+  }
+
   // The version's monitor when its folder holds a profile and monitoring is on; otherwise the
   // reason in `s.unmonitored`. A profile that does not read or options that do not parse leave the
   // version serving, unmonitored, with the reason logged and in the index.
@@ -706,6 +746,7 @@ class RepositoryEngine final : public Engine {
   std::mutex control_mu_;  // one load or unload at a time
   StartupReport startup_;  // set by the constructor, then immutable
   std::atomic<bool> shutting_down_{false};
+  std::shared_ptr<monitor::PayloadLogger> payload_log_;  // null: payload logging off
 };
 
 }  // namespace

@@ -341,8 +341,23 @@ static void write_monitors(Writer& w, const std::vector<monitor::MonitorSnapshot
   }
 }
 
+static void write_payload_log(Writer& w, const std::optional<monitor::PayloadLogger::Stats>& log) {
+  if (!log) return;
+  w.family("glassbox_payload_log_records_total", "counter", "Requests written to the payload log");
+  w.sample("glassbox_payload_log_records_total", "", {}, static_cast<std::uint64_t>(log->records));
+  w.family("glassbox_payload_log_dropped_total", "counter",
+           "Requests not written to the payload log (never failed): the writer was behind, or a write failed");
+  w.sample("glassbox_payload_log_dropped_total", "", {{"reason", "queue_full"}},
+           static_cast<std::uint64_t>(log->dropped_queue));
+  w.sample("glassbox_payload_log_dropped_total", "", {{"reason", "write_error"}},
+           static_cast<std::uint64_t>(log->dropped_error));
+  w.family("glassbox_payload_log_bytes", "gauge", "Bytes the payload log holds on disk");
+  w.sample("glassbox_payload_log_bytes", "", {}, static_cast<std::uint64_t>(log->bytes));
+}
+
 std::string render_metrics(const std::vector<ModelStats>& stats, const ProcessFigures& process, MetricNames names,
-                           const std::vector<monitor::MonitorSnapshot>& monitors) {
+                           const std::vector<monitor::MonitorSnapshot>& monitors,
+                           const std::optional<monitor::PayloadLogger::Stats>& payload_log) {
   const bool triton = names == MetricNames::kTriton;
   Writer w;
 
@@ -384,6 +399,7 @@ std::string render_metrics(const std::vector<ModelStats>& stats, const ProcessFi
 
   for (const HistogramFamily& f : kHistograms) write_histogram(w, f, stats);
   write_monitors(w, monitors);
+  write_payload_log(w, payload_log);
 
   w.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes");
   w.sample("process_resident_memory_bytes", "", {}, process.resident_memory_bytes);
@@ -409,7 +425,8 @@ HttpResponse metrics_response(const HttpRequest& request, const Engine& engine, 
   try {
     HttpResponse r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    r.body = render_metrics(engine.statistics("", 0), process_figures(), names, engine.monitor_snapshots());
+    r.body = render_metrics(engine.statistics("", 0), process_figures(), names, engine.monitor_snapshots(),
+                            engine.payload_log_stats());
     return r;
   } catch (const Error& e) {
     return error_response(e);

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,10 @@ ProcessFigures process_figures();
 // `monitors` add the glassbox_monitor_* families (docs/monitoring.md): counters of observed,
 // dropped and out-of-range inputs, an alarm gauge per kind, and the latest window's figures (the
 // most drifted features by name, each class's share).
+// `payload_log` adds glassbox_payload_log_{records_total,dropped_total{reason},bytes}.
 std::string render_metrics(const std::vector<ModelStats>& stats, const ProcessFigures& process, MetricNames names,
-                           const std::vector<monitor::MonitorSnapshot>& monitors = {});
+                           const std::vector<monitor::MonitorSnapshot>& monitors = {},
+                           const std::optional<monitor::PayloadLogger::Stats>& payload_log = std::nullopt);
 
 // GET /metrics -> 200 text/plain; version=0.0.4; another method on /metrics 405; any other path 404.
 HttpResponse metrics_response(const HttpRequest& request, const Engine& engine, MetricNames names);
