@@ -101,6 +101,7 @@ class Traffic:
         self.window = window
         self.client = httpclient.InferenceServerClient(f"127.0.0.1:{port}")
         self.sent = 0  # requests, each with the id "r<n>"
+        self.model = "quickstart"
 
     def images01(self, n: int, classes=None) -> np.ndarray:
         if classes is None:
@@ -115,7 +116,7 @@ class Traffic:
         for i in range(0, len(x), 50):
             inp = httpclient.InferInput("INPUT__0", list(x[i:i + 50].shape), "FP32")
             inp.set_data_from_numpy(x[i:i + 50], binary_data=True)
-            self.client.infer("quickstart", [inp], request_id=f"r{self.sent}")
+            self.client.infer(self.model, [inp], request_id=f"r{self.sent}")
             self.sent += 1
 
     def window_of(self, shift: str) -> None:

@@ -7,7 +7,7 @@
 #                image model fed JPEG bytes against glassbox predict; monitoring of the quickstart's
 #                model under shifted traffic (alarms at /monitor and on /metrics), its generated
 #                Prometheus rules (promtool check/test, alerts firing in a real Prometheus) and
-#                the dashboard's queries answered
+#                the dashboard's queries answered; /dashboard in headless Chromium
 #   slow:        a 10-minute soak (RSS growth, no failed request)
 # Each script builds its own model repository (Python torch.jit.script) under WORKDIR and starts
 # `glassbox serve` on ephemeral ports. The tests share one RESOURCE_LOCK: each loads the 2-core
@@ -27,6 +27,7 @@ if(TARGET glassbox)
       "serve_image_platform image_platform_test integration 400"
       "serve_monitor monitor_test integration 400"
       "serve_monitor_prometheus monitor_prometheus_test integration 400"
+      "serve_dashboard_browser dashboard_browser_test integration 300"
       "serve_soak serve_soak slow 900")
   foreach(_t IN LISTS _gb_serve_tests)
     separate_arguments(_t)

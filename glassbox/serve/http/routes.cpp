@@ -11,6 +11,8 @@
 
 #include "glassbox/serve/http/codec.h"
 #include "glassbox/serve/http/compression.h"
+#include "glassbox/serve/http/dashboard.h"
+#include "glassbox/serve/http/metrics.h"
 
 namespace glassbox::serve {
 namespace {
@@ -28,6 +30,8 @@ enum class Kind {
   kModelConfig,
   kModelStats,
   kModelMonitor,
+  kDashboard,
+  kDashboardMetrics,
   kInfer,
   kIndex,
   kLoad,
@@ -59,6 +63,8 @@ Route match(std::string_view target) {
   for (std::size_t i = 0; i < n; ++i) {
     if (seg[i].empty()) return {};
   }
+  if (seg[0] == "dashboard" && n == 1) return {Kind::kDashboard};
+  if (seg[0] == "dashboard" && n == 2 && seg[1] == "metrics") return {Kind::kDashboardMetrics};
   if (seg[0] != "v2") return {};
   if (n == 1) return {Kind::kServerMetadata};
   if (seg[1] == "health" && n == 3) {
@@ -330,6 +336,19 @@ void Router::handle(const HttpRequest& req, Reply reply) const {
       case Kind::kAllStats: return reply(json_response(dump(stats_json(engine_.statistics("", 0)))));
       case Kind::kModelStats: return reply(json_response(dump(stats_json(engine_.statistics(model, version)))));
       case Kind::kModelMonitor: return reply(json_response(dump(engine_.monitor_snapshot(model, version).to_json())));
+      case Kind::kDashboard: {
+        HttpResponse r;
+        r.content_type = "text/html; charset=utf-8";
+        r.body = dashboard_html();
+        return reply(std::move(r));
+      }
+      case Kind::kDashboardMetrics: {
+        HttpResponse r;
+        r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        r.body = render_metrics(engine_.statistics("", 0), process_figures(), options_.metric_names,
+                                engine_.monitor_snapshots(), engine_.payload_log_stats());
+        return reply(std::move(r));
+      }
       case Kind::kIndex: {
         const json body = control_body(req, options_, "the repository index request");
         bool ready = false;

@@ -7,7 +7,8 @@
 //   req.target = "/v2/health/ready";
 //   router.handle(req, [](HttpResponse r) { write(r); });   // inline here; infer: engine thread
 //
-// Routes: GET /v2/health/live|ready, /v2, /v2/models/stats, /v2/models/M[/versions/V][/ready|
+// Routes: GET /dashboard (the live page, dashboard.h) and /dashboard/metrics (the metrics port's
+// text, for the page), GET /v2/health/live|ready, /v2, /v2/models/stats, /v2/models/M[/versions/V][/ready|
 // /config|/stats|/monitor]; POST /v2/models/M[/versions/V]/infer, /v2/repository/index,
 // /v2/repository/models/M/load|unload. Unknown path 404 {"error":"Not Found"}; known path with
 // another method 405 with `Allow` (HEAD is allowed wherever GET is: the server sends no body); a version that is not
