@@ -216,6 +216,35 @@ json sweep(const std::string& mode, const Server& server, const InferSpec& spec,
   return result;
 }
 
+// The same model with and without monitoring (every request observed), in alternating windows at
+// the served sweep's best concurrency: two of each, so that a drift of the machine's speed over
+// the minute falls on both.
+json monitor_cost(const Server& server, const InferSpec& plain, int concurrency, const ServeBenchOptions& o,
+                  const Window& w) {
+  InferSpec monitored = plain;
+  monitored.model += "_monitored";
+  const HttpRequestSpec plain_request = binary_infer_request(plain, o.request_batch, 1);
+  const HttpRequestSpec monitored_request = binary_infer_request(monitored, o.request_batch, 1);
+  check_infer_reply(http_call("127.0.0.1", server.port, monitored_request), monitored, o.request_batch,
+                    "monitored server");
+  double with = 0, without = 0;
+  constexpr int kRounds = 2;
+  for (int i = 0; i < kRounds; ++i) {
+    without += measure_point(server, plain, plain_request, concurrency, o, w, false)["samples_per_s"].get<double>();
+    with +=
+        measure_point(server, monitored, monitored_request, concurrency, o, w, false)["samples_per_s"].get<double>();
+  }
+  const json result{{"concurrency", concurrency},
+                    {"samples_per_s", with / kRounds},
+                    {"plain_samples_per_s", without / kRounds},
+                    {"rounds", kRounds}};
+  if (o.log)
+    *o.log << fmt::format("  {:<10}{:<15} c={:<4} {:>9.0f} samples/s monitored, {:.0f} plain (alternating windows)\n",
+                          "monitored", plain.model, concurrency, with / kRounds, without / kRounds)
+           << std::flush;
+  return result;
+}
+
 double ratio(const json& model, const char* a, const char* b) {
   if (!model.contains(a) || !model.contains(b)) return 0;
   const double d = model[b]["samples_per_s"].get<double>();
@@ -243,7 +272,7 @@ json bench_model(const BenchModel& m, const ServeBenchOptions& o, const fs::path
     served.preferred_batch_sizes = {static_cast<std::int32_t>(r["limit"]["batch_size"].get<std::int64_t>())};
   r["preferred_batch_sizes"] = served.preferred_batch_sizes;
   const fs::path repo = work / ("repo-" + m.name);
-  write_bench_repository(m, repo, served, /*unbatched=*/true);
+  write_bench_repository(m, repo, served, /*unbatched=*/true, /*monitored=*/true);
   {
     const Server server = start_glassbox(repo, o, work / ("serve-" + m.name + ".log"));
     r["served"] = sweep("served", server, m.spec, o, w, true);
@@ -251,6 +280,7 @@ json bench_model(const BenchModel& m, const ServeBenchOptions& o, const fs::path
     InferSpec unbatched = m.spec;
     unbatched.model += "_unbatched";
     r["unbatched"] = sweep("unbatched", server, unbatched, o, w, true);
+    r["monitored"] = monitor_cost(server, m.spec, r["served"]["concurrency"].get<int>(), o, w);
     server.process->terminate();
   }
   if (!o.skip_python) {
@@ -262,6 +292,9 @@ json bench_model(const BenchModel& m, const ServeBenchOptions& o, const fs::path
   }
   r["served_vs_limit"] = ratio(r, "served", "limit");
   r["batching_gain"] = ratio(r, "served", "unbatched");
+  if (r.contains("monitored") && r["monitored"]["plain_samples_per_s"].get<double>() > 0)
+    r["monitor_vs_plain"] =
+        r["monitored"]["samples_per_s"].get<double>() / r["monitored"]["plain_samples_per_s"].get<double>();
   if (!o.skip_python) r["vs_python"] = ratio(r, "served", "python");
   if (r["served"].contains("server_c1")) r["overhead_us"] = r["served"]["server_c1"]["overhead_us"];
   const json& c1 = r["served"]["sweep"][0];
@@ -294,6 +327,7 @@ json goals(const json& models) {
       (*vs_python)["reachable"] = ceiling >= 5;
     }
     if (arch == "mlp") add("overhead_us", "<=", 50);
+    add("monitor_vs_plain", ">=", 0.97);
   }
   return g;
 }
@@ -430,6 +464,9 @@ void print_serve_bench(const json& r, std::ostream& out) {
     }
     out << fmt::format("  served_vs_limit {:.3f}{}, batching_gain {:.2f}", m["served_vs_limit"].get<double>(),
                        goal_note(r, name, "served_vs_limit"), m["batching_gain"].get<double>());
+    if (m.contains("monitor_vs_plain"))
+      out << fmt::format(", monitor_vs_plain {:.3f}{}", m["monitor_vs_plain"].get<double>(),
+                         goal_note(r, name, "monitor_vs_plain"));
     if (m.contains("vs_python"))
       out << fmt::format(", vs_python {:.2f}{}", m["vs_python"].get<double>(), goal_note(r, name, "vs_python"));
     out << "\n";

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <torch/script.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -14,6 +15,7 @@
 #include "glassbox/base/error.h"
 #include "glassbox/export/package.h"
 #include "glassbox/export/repository.h"
+#include "glassbox/monitor/profile.h"
 #include "glassbox/nn/registry.h"
 #include "glassbox/train/run_config.h"
 
@@ -130,7 +132,33 @@ BenchModel existing_model(const ServeBenchOptions& o, const fs::path&) {
   return from_entry(e, architecture, fmt::format("{} ({} from {}), {}", o.model, architecture, o.repository, dims));
 }
 
-void write_bench_repository(const BenchModel& m, const fs::path& repo, const ServeBenchOptions& o, bool unbatched) {
+void write_bench_profile(const BenchModel& m, const fs::path& version_dir, std::int64_t samples) {
+  torch::jit::Module module = torch::jit::load(m.model_file.string());
+  module.eval();
+  c10::InferenceMode guard;
+  monitor::InputSpec in;
+  in.name = m.spec.input;
+  in.kind = m.spec.dims.size() == 3 ? monitor::InputKind::kImage : monitor::InputKind::kTabular;
+  in.shape = m.spec.dims;
+  std::vector<std::string> classes;
+  for (std::int64_t k = 0; k < m.spec.output_elements; ++k) classes.push_back(std::to_string(k));
+  monitor::ReferenceBuilder builder(in, m.spec.output, /*logits=*/true, classes);
+  torch::manual_seed(7);
+  for (std::int64_t start = 0; start < samples; start += 64) {
+    std::vector<std::int64_t> shape{std::min<std::int64_t>(64, samples - start)};
+    shape.insert(shape.end(), m.spec.dims.begin(), m.spec.dims.end());
+    const at::Tensor x = torch::randn(shape);
+    const at::Tensor y = module.forward({x}).toTensor().to(torch::kDouble).contiguous();
+    const at::Tensor xd = x.to(torch::kDouble).reshape({shape[0], -1}).contiguous();
+    for (std::int64_t i = 0; i < shape[0]; ++i)
+      builder.add({xd.data_ptr<double>() + i * xd.size(1), static_cast<std::size_t>(xd.size(1))},
+                  {y.data_ptr<double>() + i * y.size(1), static_cast<std::size_t>(y.size(1))}, -1);
+  }
+  monitor::write_reference(version_dir, builder.build());
+}
+
+void write_bench_repository(const BenchModel& m, const fs::path& repo, const ServeBenchOptions& o, bool unbatched,
+                            bool monitored) {
   auto write = [&](const std::string& name, bool batching) {
     const fs::path dir = repo / name;
     fs::create_directories(dir / "1");
@@ -159,6 +187,10 @@ void write_bench_repository(const BenchModel& m, const fs::path& repo, const Ser
   };
   write(m.spec.model, true);
   if (unbatched) write(m.spec.model + "_unbatched", false);
+  if (monitored) {
+    write(m.spec.model + "_monitored", true);
+    write_bench_profile(m, repo / (m.spec.model + "_monitored") / "1", 2000);
+  }
 }
 
 ServeBenchOptions resolve_defaults(const ServeBenchOptions& in) {

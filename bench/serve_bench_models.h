@@ -64,8 +64,14 @@ BenchModel existing_model(const ServeBenchOptions& options, const std::filesyste
 // REPO/NAME: the model's config with max_batch_size, dynamic batching (preferred sizes, queue
 // delay) and one CPU instance from the options, version 1 = a copy of model_file; with
 // `unbatched` also REPO/NAME_unbatched, the same without dynamic_batching.
+// With `monitored` also REPO/NAME_monitored: NAME's copy with a reference profile
+// (write_bench_profile), which glassbox serve monitors at every request.
 void write_bench_repository(const BenchModel& model, const std::filesystem::path& repo,
-                            const ServeBenchOptions& options, bool unbatched);
+                            const ServeBenchOptions& options, bool unbatched, bool monitored = false);
+
+// VERSION_DIR/profile.{json,npy}: the reference profile of `samples` inputs drawn as the load
+// generator draws them (standard normal) through the model, so that glassbox serve monitors it.
+void write_bench_profile(const BenchModel& model, const std::filesystem::path& version_dir, std::int64_t samples);
 
 // A server child process, ready (it printed `serving: http://ADDR:PORT`).
 struct Server {

@@ -26,6 +26,8 @@ json run_serve_soak(const ServeBenchOptions& in) {
   const TempDir work("glassbox-bench-soak");
   const BenchModel m = o.repository.empty() ? zoo_model("mlp", o, work.path()) : existing_model(o, work.path());
   write_bench_repository(m, work.path() / "repo", o, /*unbatched=*/false);
+  // Monitoring on, every request observed: the soak holds the monitor's memory too.
+  write_bench_profile(m, work.path() / "repo" / m.spec.model / "1", 2000);
   Server server = start_glassbox(work.path() / "repo", o, work.path() / "serve.log");
   const pid_t pid = server.process->pid();
   const HttpRequestSpec request = binary_infer_request(m.spec, o.request_batch, 1);
@@ -93,6 +95,7 @@ json run_serve_soak(const ServeBenchOptions& in) {
          {"model", m.description},
          {"threads", o.threads},
          {"concurrency", o.soak_concurrency},
+         {"monitored", true},
          {"seconds", r.seconds},
          {"requests", r.completed_total},
          {"failed", r.failed_total},

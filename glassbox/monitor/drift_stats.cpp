@@ -12,13 +12,16 @@ namespace glassbox::monitor {
 
 namespace {
 
-std::vector<double> sorted_copy(std::span<const double> x, const char* what) {
+// `x` sorted: the input itself when it is sorted already (a kept reference sample, a window sorted
+// once for its three tests), else a sorted copy in `storage`.
+std::span<const double> sorted_view(std::span<const double> x, std::vector<double>& storage, const char* what) {
   GB_CHECK(!x.empty(), InvalidArgument, what << " is empty", "pass at least one value on each side");
-  std::vector<double> s(x.begin(), x.end());
-  for (double v : s)
+  for (double v : x)
     GB_CHECK(!std::isnan(v), InvalidArgument, what << " holds NaN", "drop the non-finite values before testing");
-  std::sort(s.begin(), s.end());
-  return s;
+  if (std::is_sorted(x.begin(), x.end())) return x;
+  storage.assign(x.begin(), x.end());
+  std::sort(storage.begin(), storage.end());
+  return storage;
 }
 
 // Pr(D >= h / n) for two samples of n each: 2 * sum_k (-1)^k C(2n, n - (k+1)h) / C(2n, n), in
@@ -201,9 +204,10 @@ double gamma_prefix(double a, double x) { return a * std::log(x) - x - std::lgam
 
 }  // namespace
 
-KsResult ks_2samp(std::span<const double> a_in, std::span<const double> b_in) {
-  const std::vector<double> a = sorted_copy(a_in, "ks_2samp: the first sample");
-  const std::vector<double> b = sorted_copy(b_in, "ks_2samp: the second sample");
+KsResult ks_2samp(std::span<const double> a_in, std::span<const double> b_in, KsMethod method) {
+  std::vector<double> a_store, b_store;
+  const std::span<const double> a = sorted_view(a_in, a_store, "ks_2samp: the first sample");
+  const std::span<const double> b = sorted_view(b_in, b_store, "ks_2samp: the second sample");
   const auto n1 = static_cast<std::int64_t>(a.size()), n2 = static_cast<std::int64_t>(b.size());
   // The two empirical CDFs at every value of either sample (right-continuous: ties counted).
   double max_diff = 0.0, min_diff = 0.0;
@@ -219,7 +223,7 @@ KsResult ks_2samp(std::span<const double> a_in, std::span<const double> b_in) {
   }
   KsResult r;
   r.statistic = std::clamp(std::max(max_diff, -min_diff), 0.0, 1.0);
-  if (std::max(n1, n2) > 10000) {
+  if (method == KsMethod::kAsymp || std::max(n1, n2) > 10000) {
     // Smirnov's limit: D of the one-sample test at the effective size m n / (m + n).
     const double big = static_cast<double>(std::max(n1, n2)), small = static_cast<double>(std::min(n1, n2));
     const auto en = static_cast<std::int64_t>(std::nearbyint(big * small / (big + small)));
@@ -267,18 +271,21 @@ double kolmogorov_sf(std::int64_t n, double x) {
 }
 
 double wasserstein_1d(std::span<const double> u_in, std::span<const double> v_in) {
-  const std::vector<double> u = sorted_copy(u_in, "wasserstein: the first sample");
-  const std::vector<double> v = sorted_copy(v_in, "wasserstein: the second sample");
-  std::vector<double> all(u);
-  all.insert(all.end(), v.begin(), v.end());
-  std::sort(all.begin(), all.end());
+  std::vector<double> u_store, v_store;
+  const std::span<const double> u = sorted_view(u_in, u_store, "wasserstein: the first sample");
+  const std::span<const double> v = sorted_view(v_in, v_store, "wasserstein: the second sample");
+  // scipy's sum over the merged sorted values of |F_u - F_v| times the gap to the next value,
+  // walking both sorted samples at once (equal values add nothing).
+  const double nu = static_cast<double>(u.size()), nv = static_cast<double>(v.size());
   double sum = 0.0;
-  for (std::size_t k = 0; k + 1 < all.size(); ++k) {
-    const double fu =
-        static_cast<double>(std::upper_bound(u.begin(), u.end(), all[k]) - u.begin()) / static_cast<double>(u.size());
-    const double fv =
-        static_cast<double>(std::upper_bound(v.begin(), v.end(), all[k]) - v.begin()) / static_cast<double>(v.size());
-    sum += std::abs(fu - fv) * (all[k + 1] - all[k]);
+  std::size_t i = 0, j = 0;
+  while (i < u.size() || j < v.size()) {
+    const double x = j >= v.size() || (i < u.size() && u[i] <= v[j]) ? u[i] : v[j];
+    while (i < u.size() && u[i] <= x) ++i;
+    while (j < v.size() && v[j] <= x) ++j;
+    if (i == u.size() && j == v.size()) break;
+    const double next = j >= v.size() || (i < u.size() && u[i] <= v[j]) ? u[i] : v[j];
+    sum += std::abs(static_cast<double>(i) / nu - static_cast<double>(j) / nv) * (next - x);
   }
   return sum;
 }
@@ -293,8 +300,9 @@ double wasserstein_normed(std::span<const double> reference, std::span<const dou
 }
 
 double psi(std::span<const double> reference_in, std::span<const double> current_in, bool categorical) {
-  const std::vector<double> ref = sorted_copy(reference_in, "psi: the reference");
-  const std::vector<double> cur = sorted_copy(current_in, "psi: the current sample");
+  std::vector<double> ref_store, cur_store;
+  const std::span<const double> ref = sorted_view(reference_in, ref_store, "psi: the reference");
+  const std::span<const double> cur = sorted_view(current_in, cur_store, "psi: the current sample");
   std::size_t n_distinct = 0;
   for (std::size_t i = 0; i < ref.size(); ++i)
     if (i == 0 || ref[i] != ref[i - 1]) ++n_distinct;
@@ -311,7 +319,7 @@ double psi(std::span<const double> reference_in, std::span<const double> current
     for (std::size_t i = 0; i < bins; ++i) edges[i] = static_cast<double>(i) * step + lo;
     edges[bins] = hi;
     // numpy.histogram: [e_i, e_i+1) for every bin but the last, which also holds its right edge.
-    auto shares = [&](const std::vector<double>& v) {
+    auto shares = [&](std::span<const double> v) {
       std::vector<double> out(bins);
       for (std::size_t b = 0; b < bins; ++b) {
         const auto from = std::lower_bound(v.begin(), v.end(), edges[b]);
@@ -324,12 +332,12 @@ double psi(std::span<const double> reference_in, std::span<const double> current
     r_share = shares(ref);
     c_share = shares(cur);
   } else {
-    std::vector<double> keys(ref);
+    std::vector<double> keys(ref.begin(), ref.end());
     keys.insert(keys.end(), cur.begin(), cur.end());
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
     for (double k : keys) {
-      const auto count = [k](const std::vector<double>& v) {
+      const auto count = [k](std::span<const double> v) {
         return static_cast<double>(std::upper_bound(v.begin(), v.end(), k) - std::lower_bound(v.begin(), v.end(), k));
       };
       r_share.push_back(count(ref) / nr);

@@ -38,7 +38,10 @@ struct KsResult {
 // Two-sided two-sample Kolmogorov-Smirnov test. Samples must be non-empty and free of NaN
 // (InvalidArgument otherwise). As scipy's method="auto": exact when neither sample exceeds
 // 10 000 values (and the exact computation succeeds), else asymptotic.
-KsResult ks_2samp(std::span<const double> a, std::span<const double> b);
+// kAuto: scipy's "auto" (exact up to 10 000 values a side); kAsymp: scipy's "asymp" (Smirnov's
+// limit at any size: what a server uses on every window, where the exact count costs milliseconds).
+enum class KsMethod { kAuto, kAsymp };
+KsResult ks_2samp(std::span<const double> a, std::span<const double> b, KsMethod method = KsMethod::kAuto);
 
 // Pr(D_n >= x) for the two-sided one-sample Kolmogorov-Smirnov statistic D_n (scipy.stats.kstwo.sf):
 // exact where it is cheap (Ruben-Gambino's end formulas, twice the one-sided Smirnov tail, the

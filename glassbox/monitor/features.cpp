@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "glassbox/base/error.h"
+#include "glassbox/monitor/image_stats.h"
 
 namespace glassbox::monitor {
 
@@ -101,6 +102,7 @@ void FeatureExtractor::extract(std::span<const double> sample, std::span<double>
                           << spec_.sample_size() << " values and " << names_.size() << " features",
            "pass one whole sample");
   const bool check_range = ranges.size() == range_names_.size();
+  if (spec_.kind == InputKind::kImage && image_fast(sample, features, ranges, tolerance, counts)) return;
   counts.values += static_cast<std::int64_t>(sample.size());
   const auto count = [&](double v, std::size_t group) {
     if (!std::isfinite(v)) {
@@ -169,6 +171,61 @@ void FeatureExtractor::extract(std::span<const double> sample, std::span<double>
       }
   }
   features[names_.size() - 1] = pairs ? grad / static_cast<double>(pairs) : 0.0;
+}
+
+// Images with finite values only (nearly all): one pass per channel in the model's input space,
+// the statistics then mapped to the data's units (x * std + mean is affine per channel) and the
+// range checked against bounds mapped the other way. False (nothing counted) when a value is not
+// finite: extract's general path handles the sample.
+template <typename T>
+bool FeatureExtractor::image_fast(std::span<const T> sample, std::span<double> features,
+                                  std::span<const ValueRange> ranges, double tolerance, InputCounts& counts) const {
+  const bool check_range = ranges.size() == range_names_.size();
+  const auto h = static_cast<std::size_t>(spec_.shape[1]), w = static_cast<std::size_t>(spec_.shape[2]);
+  const auto pick = [](const std::vector<double>& v, std::size_t c, double none) {
+    return v.empty() ? none : v[v.size() == 1 ? 0 : c];
+  };
+  double all_sum = 0, all_sq = 0, grad = 0;
+  std::int64_t out = 0;
+  std::vector<double> stats(2 * channels_);
+  for (std::size_t c = 0; c < channels_; ++c) {
+    const double sd = pick(spec_.std, c, 1.0), mu = pick(spec_.mean, c, 0.0);
+    double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+    if (check_range) {
+      const double slack = tolerance * (ranges[c].max - ranges[c].min);
+      lo = (ranges[c].min - slack - mu) / sd;
+      hi = (ranges[c].max + slack - mu) / sd;
+    }
+    ChannelSums cs;
+    if (!channel_sums(sample.data() + c * plane_, h, w, lo, hi, cs)) return false;
+    const double sum = cs.sum, sq = cs.sq, g = cs.grad;
+    const std::int64_t outside = cs.outside;
+    const auto n = static_cast<double>(plane_);
+    const double mean_x = sum / n, var_x = std::max(0.0, sq / n - mean_x * mean_x);
+    stats[2 * c] = mean_x * sd + mu;
+    stats[2 * c + 1] = std::sqrt(var_x) * std::abs(sd);
+    // Sums of the values in the data's units: sum(x sd + mu), sum((x sd + mu)^2).
+    all_sum += sum * sd + n * mu;
+    all_sq += sd * sd * sq + 2 * sd * mu * sum + n * mu * mu;
+    grad += std::abs(sd) * g;
+    out += outside;
+  }
+  counts.values += static_cast<std::int64_t>(sample.size());
+  counts.out_of_range += out;
+  if (channels_ > 1) std::copy(stats.begin(), stats.end(), features.begin());
+  const auto n = static_cast<double>(sample.size());
+  const double mean = all_sum / n;
+  features[names_.size() - 3] = mean;
+  features[names_.size() - 2] = std::sqrt(std::max(0.0, all_sq / n - mean * mean));
+  const double pairs = static_cast<double>(channels_ * (h * (w - 1) + (h - 1) * w));
+  features[names_.size() - 1] = pairs > 0 ? grad / pairs : 0.0;
+  return true;
+}
+
+bool FeatureExtractor::extract_fp32(std::span<const float> sample, std::span<double> features,
+                                    std::span<const ValueRange> ranges, double tolerance, InputCounts& counts) const {
+  return spec_.kind == InputKind::kImage && sample.size() == static_cast<std::size_t>(spec_.sample_size()) &&
+         features.size() == names_.size() && image_fast(sample, features, ranges, tolerance, counts);
 }
 
 std::vector<ValueRange> FeatureExtractor::observe_start() const {

@@ -76,6 +76,11 @@ class FeatureExtractor {
   // range's span of slack) and the non-finite ones. `ranges` may be empty (nothing is out of range).
   void extract(std::span<const double> sample, std::span<double> features, std::span<const ValueRange> ranges,
                double tolerance, InputCounts& counts) const;
+  // extract() for an image sample of FP32 values as the server received them, without converting
+  // them first; false (nothing written or counted) when the input is not an image or holds a
+  // non-finite value: call extract() then.
+  bool extract_fp32(std::span<const float> sample, std::span<double> features, std::span<const ValueRange> ranges,
+                    double tolerance, InputCounts& counts) const;
   // Widens `ranges` (one per range group; start them with observe_start()) by the sample's
   // finite values.
   void observe_ranges(std::span<const double> sample, std::vector<ValueRange>& ranges) const;
@@ -83,6 +88,9 @@ class FeatureExtractor {
 
  private:
   double unnormalise(double x, std::size_t group) const;
+  template <typename T>
+  bool image_fast(std::span<const T> sample, std::span<double> features, std::span<const ValueRange> ranges,
+                  double tolerance, InputCounts& counts) const;
   std::size_t group_of(std::size_t index) const;
 
   InputSpec spec_;

@@ -17,6 +17,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How often the monitor's thread takes the observations queued since it last looked.
+constexpr std::chrono::milliseconds kBatchInterval{20};
+
 double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 double parse_number(const std::string& name, const std::string& text) {
@@ -89,28 +92,34 @@ std::size_t element_bytes(ElementType t) {
   return 1;
 }
 
+template <typename T, typename F>
+void convert(const std::uint8_t* p, std::span<double> out, F f) {
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = f(load<T>(p + i * sizeof(T)));
+}
+
 // Elements [first, first + out.size()) of `t` as doubles.
 void read_elements(const RawTensor& t, std::size_t first, std::span<double> out) {
-  const std::size_t w = element_bytes(t.type);
-  const std::uint8_t* p = t.data + first * w;
-  for (std::size_t i = 0; i < out.size(); ++i, p += w) {
-    switch (t.type) {
-      case ElementType::kBool: out[i] = *p ? 1.0 : 0.0; break;
-      case ElementType::kUint8: out[i] = *p; break;
-      case ElementType::kInt8: out[i] = static_cast<std::int8_t>(*p); break;
-      case ElementType::kUint16: out[i] = load<std::uint16_t>(p); break;
-      case ElementType::kInt16: out[i] = load<std::int16_t>(p); break;
-      case ElementType::kUint32: out[i] = load<std::uint32_t>(p); break;
-      case ElementType::kInt32: out[i] = load<std::int32_t>(p); break;
-      case ElementType::kUint64: out[i] = static_cast<double>(load<std::uint64_t>(p)); break;
-      case ElementType::kInt64: out[i] = static_cast<double>(load<std::int64_t>(p)); break;
-      case ElementType::kFp16: out[i] = half_to_float(load<std::uint16_t>(p)); break;
-      case ElementType::kBf16:
-        out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(load<std::uint16_t>(p)) << 16);
-        break;
-      case ElementType::kFp32: out[i] = load<float>(p); break;
-      case ElementType::kFp64: out[i] = load<double>(p); break;
-    }
+  const std::uint8_t* p = t.data + first * element_bytes(t.type);
+  const auto same = [](auto v) { return static_cast<double>(v); };
+  switch (t.type) {
+    case ElementType::kBool: convert<std::uint8_t>(p, out, [](std::uint8_t v) { return v ? 1.0 : 0.0; }); break;
+    case ElementType::kUint8: convert<std::uint8_t>(p, out, same); break;
+    case ElementType::kInt8: convert<std::int8_t>(p, out, same); break;
+    case ElementType::kUint16: convert<std::uint16_t>(p, out, same); break;
+    case ElementType::kInt16: convert<std::int16_t>(p, out, same); break;
+    case ElementType::kUint32: convert<std::uint32_t>(p, out, same); break;
+    case ElementType::kInt32: convert<std::int32_t>(p, out, same); break;
+    case ElementType::kUint64: convert<std::uint64_t>(p, out, same); break;
+    case ElementType::kInt64: convert<std::int64_t>(p, out, same); break;
+    case ElementType::kFp16:
+      convert<std::uint16_t>(p, out, [](std::uint16_t v) { return double(half_to_float(v)); });
+      break;
+    case ElementType::kBf16:
+      convert<std::uint16_t>(p, out,
+                             [](std::uint16_t v) { return double(std::bit_cast<float>(std::uint32_t(v) << 16)); });
+      break;
+    case ElementType::kFp32: convert<float>(p, out, same); break;
+    case ElementType::kFp64: convert<double>(p, out, same); break;
   }
 }
 
@@ -348,7 +357,8 @@ void ModelMonitor::offer(Observation observation) noexcept {
       queued_bytes_ += bytes;
       queue_.push_back(std::move(observation));
     }
-    queue_cv_.notify_one();
+    // No wake-up: the thread takes what queued every kBatchInterval (a wake-up per request would
+    // cost a context switch per request on a busy server).
   } catch (...) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -375,14 +385,12 @@ void ModelMonitor::loop() {
     bool stopping = false;
     {
       std::unique_lock lock(queue_mu_);
-      const auto ready = [&] { return stop_ || !queue_.empty() || flush_requested_ > flush_done_; };
-      if (window_.size() > 0) {
-        const auto deadline = window_started_ + std::chrono::duration_cast<Clock::duration>(
-                                                    std::chrono::duration<double>(options_.window_seconds));
-        queue_cv_.wait_until(lock, deadline, ready);
-      } else {
-        queue_cv_.wait(lock, ready);
-      }
+      const auto ready = [&] { return stop_ || flush_requested_ > flush_done_; };
+      auto deadline = Clock::now() + kBatchInterval;
+      if (window_.size() > 0)
+        deadline = std::min(deadline, window_started_ + std::chrono::duration_cast<Clock::duration>(
+                                                            std::chrono::duration<double>(options_.window_seconds)));
+      queue_cv_.wait_until(lock, deadline, ready);
       batch.swap(queue_);
       queued_bytes_ = 0;
       if (flush_requested_ > flush_done_) flush_ticket = flush_requested_;
@@ -451,9 +459,15 @@ void ModelMonitor::process(const Observation& o) {
       window_start_ = unix_now();
     }
     if (extractor_ && o.input) {
-      read_elements(*o.input, i * sample_size, sample_);
       InputCounts counts;
-      extractor_->extract(sample_, features_, reference_.ranges, options_.drift.range_tolerance, counts);
+      const bool fast =
+          o.input->type == ElementType::kFp32 &&
+          extractor_->extract_fp32({reinterpret_cast<const float*>(o.input->data) + i * sample_size, sample_size},
+                                   features_, reference_.ranges, options_.drift.range_tolerance, counts);
+      if (!fast) {
+        read_elements(*o.input, i * sample_size, sample_);
+        extractor_->extract(sample_, features_, reference_.ranges, options_.drift.range_tolerance, counts);
+      }
       window_.count_inputs(counts);
       state_.input_values_total += counts.values;
       state_.out_of_range_total += counts.out_of_range;

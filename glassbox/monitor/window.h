@@ -68,6 +68,7 @@ struct DriftOptions {
   double min_js = 0.1;           // a shifted class mix's Jensen-Shannon distance, at least
   double range_tolerance = 0.0;  // a value counts out of range beyond [min - t*span, max + t*span]
   std::size_t top_features = 10;
+  bool exact_ks = true;  // scipy's method="auto"; false: "asymp" (Smirnov's limit, cheap on every window)
 };
 
 struct FeatureDrift {
