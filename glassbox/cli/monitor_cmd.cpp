@@ -1,4 +1,4 @@
-// glassbox monitor rules | dashboard: flags -> one app:: call -> print or write.
+// glassbox monitor rules | dashboard | compare: flags -> one app:: call -> print or write.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -79,6 +79,43 @@ void add_monitor(CLI::App& app) {
       "Example:\n"
       "  glassbox monitor dashboard --model-repository models --out glassbox-dashboard.json");
   dash->callback([d] { emit(app::monitor_dashboard(job_of(*d)).dump(2) + "\n", d->out, "dashboard"); });
+
+  auto c = std::make_shared<app::CompareJob>();
+  auto json = std::make_shared<bool>(false);
+  CLI::App* compare = cmd->add_subcommand("compare", "Drift between a reference and current data, column by column");
+  compare->add_option("--reference", c->reference, "a CSV, or a model version's folder holding profile.json")
+      ->required();
+  compare->add_option("--current", c->current, "a CSV, or a payload log folder (glassbox serve --payload-log)")
+      ->required();
+  compare->add_option("--out", c->out, "folder for drift.json and drift.html")->capture_default_str();
+  compare->add_option("--threads", c->threads, "threads reading and comparing (0: one per core)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  compare->add_flag("--json", *json, "print drift.json");
+  compare->footer(
+      "Each column: KS, normed Wasserstein and PSI (numbers) or chi-square and Jensen-Shannon (integers with\n"
+      "at most 10 values), and the verdict of Evidently's default test for the reference's size\n"
+      "(KS / chi-square p < 0.05 up to 1000 rows, Wasserstein / Jensen-Shannon >= 0.1 beyond).\n"
+      "Examples:\n"
+      "  glassbox monitor compare --reference train.csv --current today.csv --out drift-today\n"
+      "  glassbox monitor compare --reference models/fashion/1 --current payloads/fashion/1");
+  compare->callback([c, json] {
+    const app::CompareOutcome o = app::run_monitor_compare(*c);
+    if (*json) {
+      std::cout << o.report.dump(2) << "\n";
+      return;
+    }
+    std::cout << fmt::format("{} of {} columns drifted; data set drift: {} ({:.2f} s)\n",
+                             o.report["drifted_columns"].get<int>(), o.report["columns"].size(),
+                             o.report["dataset_drift"].get<bool>() ? "yes" : "no",
+                             o.report["seconds"]["total"].get<double>());
+    for (const auto& col : o.report["columns"])
+      if (col["drifted"].get<bool>())
+        std::cout << fmt::format("  {:<24} {} {} {:.4g} (threshold {:g})\n", col["name"].get<std::string>(),
+                                 col["type"].get<std::string>(), col["stattest"].get<std::string>(),
+                                 col["score"].get<double>(), col["threshold"].get<double>());
+    std::cout << "report: " << o.html_path.string() << "\n";
+  });
 }
 
 }  // namespace glassbox::cli

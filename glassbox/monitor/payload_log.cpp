@@ -10,11 +10,13 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <sstream>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
 
 #include "glassbox/base/error.h"
+#include "glassbox/base/files.h"
 
 namespace glassbox::monitor {
 
@@ -346,6 +348,92 @@ void PayloadLogger::write(const PayloadRecord& r) {
     stats_.bytes += written;
   }
   enforce_cap();
+}
+
+std::size_t NpyArray::row_elements() const {
+  std::size_t n = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) n *= static_cast<std::size_t>(shape[i]);
+  return n;
+}
+
+NpyArray read_npy(const fs::path& path) {
+  const std::string bytes = read_file(path);
+  const auto bad = [&](const std::string& why) {
+    GB_THROW(DataLoss, path.string() << " is not a payload log tensor: " << why,
+             "point at a folder glassbox serve "
+             "--payload-log wrote");
+  };
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) bad("no NPY header");
+  const std::size_t len =
+      static_cast<unsigned char>(bytes[8]) | (static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+  if (bytes.size() < 10 + len) bad("the header is cut short");
+  const std::string header = bytes.substr(10, len);
+  NpyArray a;
+  bool known = false;
+  for (ElementType t : {ElementType::kBool, ElementType::kUint8, ElementType::kInt8, ElementType::kUint16,
+                        ElementType::kInt16, ElementType::kFp16, ElementType::kUint32, ElementType::kInt32,
+                        ElementType::kFp32, ElementType::kUint64, ElementType::kInt64, ElementType::kFp64}) {
+    if (header.find(std::string("'descr': '") + descr_of(t) + "'") != std::string::npos) {
+      a.type = t;
+      known = true;
+      break;
+    }
+  }
+  if (!known) bad("an element type it does not read");
+  const auto open = header.find("'shape': (");
+  if (open == std::string::npos) bad("no shape");
+  std::size_t i = open + 10;
+  while (i < header.size() && header[i] != ')') {
+    if (std::isdigit(static_cast<unsigned char>(header[i]))) {
+      std::size_t used = 0;
+      a.shape.push_back(std::stoll(header.substr(i), &used));
+      i += used;
+    } else {
+      ++i;
+    }
+  }
+  std::size_t elements = 1;
+  for (std::int64_t d : a.shape) elements *= static_cast<std::size_t>(d);
+  std::size_t width = 1;
+  switch (a.type) {
+    case ElementType::kUint16:
+    case ElementType::kInt16:
+    case ElementType::kFp16:
+    case ElementType::kBf16: width = 2; break;
+    case ElementType::kUint32:
+    case ElementType::kInt32:
+    case ElementType::kFp32: width = 4; break;
+    case ElementType::kUint64:
+    case ElementType::kInt64:
+    case ElementType::kFp64: width = 8; break;
+    default: width = 1;
+  }
+  if (bytes.size() - 10 - len < elements * width) bad("fewer values than its shape says");
+  a.data = bytes.substr(10 + len, elements * width);
+  return a;
+}
+
+std::vector<PayloadLine> read_payload_log(const fs::path& dir) {
+  GB_CHECK(fs::is_directory(dir), NotFound, "payload log folder " << dir.string() << " does not exist",
+           "pass the folder given to glassbox serve --payload-log (or a model's folder in it)");
+  std::vector<std::pair<std::pair<fs::path, std::string>, fs::path>> segments;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it)
+    if (it->is_directory() && is_segment(it->path()) && fs::exists(it->path() / "records.jsonl"))
+      segments.push_back({{it->path().parent_path(), it->path().filename().string()}, it->path()});
+  std::sort(segments.begin(), segments.end());
+  std::vector<PayloadLine> out;
+  for (const auto& [key, seg] : segments) {
+    std::istringstream in(read_file(seg / "records.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      try {
+        out.push_back({seg, nlohmann::json::parse(line)});
+      } catch (const nlohmann::json::exception&) {
+        // A line cut short by a crash or a full disk: the records before it still count.
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace glassbox::monitor

@@ -28,6 +28,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "glassbox/monitor/runtime.h"
 
 namespace glassbox::monitor {
@@ -56,6 +58,25 @@ struct PayloadRecord {
   double latency_ms = -1;
   std::vector<PayloadTensor> inputs, outputs;
 };
+
+// A tensor file of a payload log as it is on disk (NPY 1.0, C order).
+struct NpyArray {
+  ElementType type = ElementType::kFp32;
+  std::vector<std::int64_t> shape;
+  std::string data;  // the values' bytes
+  std::int64_t rows() const { return shape.empty() ? 1 : shape[0]; }
+  std::size_t row_elements() const;
+};
+// DataLoss naming the file for anything but a little-endian NPY 1.0 array of a type a payload log
+// writes.
+NpyArray read_npy(const std::filesystem::path& path);
+// The records of a payload log folder (DIR, DIR/<model> or DIR/<model>/<version>): every
+// segment's records.jsonl line, oldest segment first, with the segment's folder.
+struct PayloadLine {
+  std::filesystem::path segment;
+  nlohmann::json record;
+};
+std::vector<PayloadLine> read_payload_log(const std::filesystem::path& dir);
 
 class PayloadLogger {
  public:

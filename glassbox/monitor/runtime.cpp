@@ -171,6 +171,10 @@ const std::vector<OptionRef>& option_table() {
 
 }  // namespace
 
+void read_elements_for_compare(const RawTensor& t, std::size_t first, std::span<double> out) {
+  read_elements(t, first, out);
+}
+
 const std::vector<std::string>& MonitorOptions::options() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;

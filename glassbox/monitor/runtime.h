@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,6 +84,9 @@ struct RawTensor {
   const std::uint8_t* data = nullptr;
   std::size_t size = 0;  // bytes
 };
+
+// Elements [first, first + out.size()) of `t` as doubles (any element type but BYTES).
+void read_elements_for_compare(const RawTensor& t, std::size_t first, std::span<double> out);
 
 // One request: its monitored input and class-score output when the server had them.
 struct Observation {
