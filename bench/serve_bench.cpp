@@ -217,8 +217,8 @@ json sweep(const std::string& mode, const Server& server, const InferSpec& spec,
 }
 
 // The same model with and without monitoring (every request observed), in alternating windows at
-// the served sweep's best concurrency: two of each, so that a drift of the machine's speed over
-// the minute falls on both.
+// the served sweep's best concurrency: four of each in the order ABBA ABBA, so that a drift of the
+// machine's speed over the half minute falls on both.
 json monitor_cost(const Server& server, const InferSpec& plain, int concurrency, const ServeBenchOptions& o,
                   const Window& w) {
   InferSpec monitored = plain;
@@ -227,20 +227,44 @@ json monitor_cost(const Server& server, const InferSpec& plain, int concurrency,
   const HttpRequestSpec monitored_request = binary_infer_request(monitored, o.request_batch, 1);
   check_infer_reply(http_call("127.0.0.1", server.port, monitored_request), monitored, o.request_batch,
                     "monitored server");
+  const auto totals = [&] {
+    const HttpReply r = http_call("127.0.0.1", server.port, get_request("/v2/models/" + monitored.model + "/monitor"));
+    GB_CHECK(r.status == 200, Internal, "GET /v2/models/" << monitored.model << "/monitor answered " << r.status,
+             std::string("the monitored model must have its profile"));
+    return json::parse(r.body).at("totals");
+  };
   double with = 0, without = 0;
-  constexpr int kRounds = 2;
+  constexpr int kRounds = 4;  // windows of each, in the order ABBA ABBA: a drift of the machine's speed cancels
+  const json before = totals();
   for (int i = 0; i < kRounds; ++i) {
-    without += measure_point(server, plain, plain_request, concurrency, o, w, false)["samples_per_s"].get<double>();
-    with +=
-        measure_point(server, monitored, monitored_request, concurrency, o, w, false)["samples_per_s"].get<double>();
+    const bool plain_first = i % 2 == 0;
+    for (int k = 0; k < 2; ++k) {
+      if ((k == 0) == plain_first)
+        without += measure_point(server, plain, plain_request, concurrency, o, w, false)["samples_per_s"].get<double>();
+      else
+        with += measure_point(server, monitored, monitored_request, concurrency, o, w, false)["samples_per_s"]
+                    .get<double>();
+    }
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the monitor takes its queue every 20 ms
+  const json after = totals();
+  const auto delta = [&](const char* k) { return after.at(k).get<double>() - before.at(k).get<double>(); };
+  // Observed: requests the monitor processed, of those it was offered (the rest were dropped
+  // because its low-priority thread could not keep up at saturation).
+  const double observed = delta("requests"), dropped = delta("dropped");
   const json result{{"concurrency", concurrency},
                     {"samples_per_s", with / kRounds},
                     {"plain_samples_per_s", without / kRounds},
-                    {"rounds", kRounds}};
+                    {"rounds", kRounds},
+                    {"observed_requests", observed},
+                    {"dropped_requests", dropped},
+                    {"observed_share", observed + dropped > 0 ? observed / (observed + dropped) : 0.0}};
   if (o.log)
-    *o.log << fmt::format("  {:<10}{:<15} c={:<4} {:>9.0f} samples/s monitored, {:.0f} plain (alternating windows)\n",
-                          "monitored", plain.model, concurrency, with / kRounds, without / kRounds)
+    *o.log << fmt::format(
+                  "  {:<10}{:<15} c={:<4} {:>9.0f} samples/s monitored, {:.0f} plain (alternating windows); "
+                  "{:.1f} % of the requests observed\n",
+                  "monitored", plain.model, concurrency, with / kRounds, without / kRounds,
+                  100 * result["observed_share"].get<double>())
            << std::flush;
   return result;
 }

@@ -65,6 +65,10 @@ nlohmann::json run_quickstart(const QuickstartRequest& q, std::ostream& out) {
     }
     out << fmt::format("export: {} -> {}\n", parts, repository);
     out << fmt::format("serve it: {} serve --model-repository {}\n", binary, repository);
+    for (const auto& f : ex.formats)
+      if (!f.profile.empty())
+        out << fmt::format("monitored against {} validation samples: GET /v2/models/NAME/monitor, /dashboard\n",
+                           f.profile_samples);
     steps["export"] = repository;
   }
   inspect::DoctorOptions d;

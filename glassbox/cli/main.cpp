@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
       "  glassbox data write-images configs/cnn.toml --out fashion-png   an image folder to train on\n"
       "  glassbox export --checkpoint runs/quickstart/checkpoints/last.ckpt --format all\n"
       "  glassbox serve --model-repository runs/quickstart/export/repository\n"
+      "  glassbox monitor rules --model-repository runs/quickstart/export/repository   Prometheus alerts\n"
       "Exit status: 0 ok, 1 runtime failure, 2 bad input, 130 interrupted.\n"
       "Run 'glassbox COMMAND --help' for a command's options.");
   // Every option shows its default in --help (subcommands inherit this from the app).

@@ -167,13 +167,26 @@ void radix_sort(std::vector<float>& values) {
   const std::size_t n = values.size();
   if (n < 2) return;
   std::vector<std::uint32_t> a(n), b(n);
-  for (std::size_t i = 0; i < n; ++i) a[i] = key_of(values[i]);
+  // The three 11-bit digits' histograms in one pass; a digit every key shares is skipped.
+  std::vector<std::size_t> count(3 * 2048, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t k = key_of(values[i]);
+    a[i] = k;
+    ++count[k & 0x7ff];
+    ++count[2048 + ((k >> 11) & 0x7ff)];
+    ++count[4096 + (k >> 22)];
+  }
   for (int pass = 0; pass < 3; ++pass) {
+    std::size_t* c = count.data() + pass * 2048;
+    if (std::any_of(c, c + 2048, [n](std::size_t x) { return x == n; })) continue;
+    std::size_t sum = 0;
+    for (std::size_t d = 0; d < 2048; ++d) {
+      const std::size_t here = c[d];
+      c[d] = sum;
+      sum += here;
+    }
     const int shift = pass * 11;
-    std::vector<std::size_t> count(2049, 0);
-    for (std::uint32_t k : a) ++count[((k >> shift) & 0x7ff) + 1];
-    for (std::size_t i = 1; i < count.size(); ++i) count[i] += count[i - 1];
-    for (std::uint32_t k : a) b[count[(k >> shift) & 0x7ff]++] = k;
+    for (std::uint32_t k : a) b[c[(k >> shift) & 0x7ff]++] = k;
     a.swap(b);
   }
   for (std::size_t i = 0; i < n; ++i) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
@@ -16,9 +17,13 @@ namespace {
 // once for its three tests), else a sorted copy in `storage`.
 std::span<const double> sorted_view(std::span<const double> x, std::vector<double>& storage, const char* what) {
   GB_CHECK(!x.empty(), InvalidArgument, what << " is empty", "pass at least one value on each side");
-  for (double v : x)
-    GB_CHECK(!std::isnan(v), InvalidArgument, what << " holds NaN", "drop the non-finite values before testing");
-  if (std::is_sorted(x.begin(), x.end())) return x;
+  bool sorted = true, nan = std::isnan(x[0]);
+  for (std::size_t i = 1; i < x.size(); ++i) {
+    nan |= std::isnan(x[i]);
+    sorted &= !(x[i] < x[i - 1]);
+  }
+  GB_CHECK(!nan, InvalidArgument, what << " holds NaN", "drop the non-finite values before testing");
+  if (sorted) return x;
   storage.assign(x.begin(), x.end());
   std::sort(storage.begin(), storage.end());
   return storage;
@@ -332,9 +337,9 @@ double psi(std::span<const double> reference_in, std::span<const double> current
     r_share = shares(ref);
     c_share = shares(cur);
   } else {
-    std::vector<double> keys(ref.begin(), ref.end());
-    keys.insert(keys.end(), cur.begin(), cur.end());
-    std::sort(keys.begin(), keys.end());
+    // The distinct values of either side (both are sorted).
+    std::vector<double> keys;
+    std::set_union(ref.begin(), ref.end(), cur.begin(), cur.end(), std::back_inserter(keys));
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
     for (double k : keys) {
       const auto count = [k](std::span<const double> v) {

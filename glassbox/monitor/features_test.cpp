@@ -93,6 +93,34 @@ TEST(Features, ImageStatisticsPerChannelAndOverall) {
   EXPECT_DOUBLE_EQ(g[2], 0.5);
 }
 
+// A non-finite pixel: counted, left out of the statistics (the general path), and the served FP32
+// path gives the same features as the double path on a finite image.
+TEST(Features, NonFinitePixelsAndTheFp32Path) {
+  InputSpec s;
+  s.name = "x";
+  s.kind = InputKind::kImage;
+  s.shape = {1, 2, 2};
+  s.mean = {0.5};
+  s.std = {0.5};
+  const FeatureExtractor fx(s);
+  std::vector<double> f(3);
+  InputCounts c;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  fx.extract(std::vector<double>{-1, 1, nan, 1}, f, {}, 0.0, c);  // pixels 0, 1, -, 1
+  EXPECT_EQ(c.non_finite, 1);
+  EXPECT_NEAR(f[0], 2.0 / 3.0, 1e-12);
+  EXPECT_DOUBLE_EQ(f[2], 0.5);  // pairs (0,1) -> 1, (0,-) skipped, (1,1) -> 0, (-,1) skipped
+  std::vector<float> px = {-1.0f, 0.5f, 0.25f, 1.0f};
+  std::vector<double> pd(px.begin(), px.end()), f32(3), f64(3);
+  InputCounts c32, c64;
+  const std::vector<ValueRange> ranges = {{"channel0", 0.2, 0.9}};
+  ASSERT_TRUE(fx.extract_fp32(px, f32, ranges, 0.0, c32));
+  fx.extract(pd, f64, ranges, 0.0, c64);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(f32[i], f64[i], 1e-6) << i;
+  EXPECT_EQ(c32.out_of_range, c64.out_of_range);
+  EXPECT_EQ(c32.out_of_range, 2);  // pixels 0 and 1 against [0.2, 0.9]
+}
+
 TEST(Features, BadSpecsAreNamed) {
   InputSpec s;
   s.name = "x";

@@ -18,7 +18,7 @@ __attribute__((always_inline)) inline bool channel_sums_impl(const T* p, std::si
   T sum = 0, sq = 0, bad = 0, outside = 0, g = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const T v = p[i];
-    bad += v - v;  // NaN for NaN and infinities, else 0
+    bad += std::abs(v) <= std::numeric_limits<T>::max() ? T(0) : T(1);  // NaN and infinities
     sum += v;
     sq += v * v;
     outside += (v < lo || v > hi) ? T(1) : T(0);
@@ -32,7 +32,7 @@ __attribute__((always_inline)) inline bool channel_sums_impl(const T* p, std::si
   out.sq += sq;
   out.grad += g;
   out.outside = static_cast<std::int64_t>(outside);
-  return std::isfinite(bad);
+  return bad == 0;
 }
 
 }  // namespace

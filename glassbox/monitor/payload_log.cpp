@@ -218,6 +218,7 @@ PayloadLogger::Stats PayloadLogger::stats() const {
 }
 
 void PayloadLogger::loop() {
+  lower_thread_priority();
   std::deque<PayloadRecord> batch;
   for (;;) {
     std::uint64_t ticket = 0;

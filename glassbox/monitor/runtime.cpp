@@ -1,6 +1,12 @@
 // Tested by monitor_test (Runtime.*) and, behind the server, by serve_engine_test and the CLI tests.
 #include "glassbox/monitor/runtime.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -170,6 +176,14 @@ const std::vector<OptionRef>& option_table() {
 }
 
 }  // namespace
+
+void lower_thread_priority() {
+  // SCHED_IDLE: the thread runs on processor time no other thread wants (Linux); where that is
+  // refused, nice applies per thread on Linux.
+  sched_param none{};
+  if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) != 0)
+    setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), kMonitorNice);
+}
 
 void read_elements_for_compare(const RawTensor& t, std::size_t first, std::span<double> out) {
   read_elements(t, first, out);
@@ -383,6 +397,7 @@ MonitorSnapshot ModelMonitor::snapshot() const {
 }
 
 void ModelMonitor::loop() {
+  lower_thread_priority();
   std::deque<Observation> batch;
   for (;;) {
     std::uint64_t flush_ticket = 0;

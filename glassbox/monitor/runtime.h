@@ -8,8 +8,9 @@
 //
 // Off the request path: offer() takes a short lock to queue the observation (the tensors are
 // shared, not copied) or counts it dropped when the queue holds `queue_bytes` already; one thread
-// per monitor turns observations into features, fills the window, and closes it when it holds
-// `window_predictions` predictions or `window_seconds` passed since its first one.
+// per monitor (under SCHED_IDLE) takes the queue every 20 ms, turns observations into
+// features, fills the window, and closes it when it holds `window_predictions` predictions or
+// `window_seconds` passed since its first one.
 // Options come from the server's flags and the model's config.pbtxt parameters
 // (`glassbox.monitor.<option>`, MonitorOptions::set).
 //
@@ -84,6 +85,12 @@ struct RawTensor {
   const std::uint8_t* data = nullptr;
   std::size_t size = 0;  // bytes
 };
+
+// The monitor's and the payload logger's threads run under SCHED_IDLE (or, where refused, at this
+// nice level): on a saturated server they get the processor time the inference threads leave, and
+// what they cannot take in time is dropped and counted rather than taken from inference.
+constexpr int kMonitorNice = 10;
+void lower_thread_priority();
 
 // Elements [first, first + out.size()) of `t` as doubles (any element type but BYTES).
 void read_elements_for_compare(const RawTensor& t, std::size_t first, std::span<double> out);
