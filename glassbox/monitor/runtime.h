@@ -44,7 +44,7 @@ struct MonitorOptions {
   std::int64_t window_predictions = 1000;
   double window_seconds = 60;
   std::size_t keep_windows = 60;        // reports kept for GET .../monitor
-  std::size_t queue_bytes = 64u << 20;  // tensors waiting for the monitor's thread, at most
+  std::size_t queue_bytes = 8u << 20;  // tensors waiting for the thread, at most (20 ms of a busy server)
   // A served model closes a window every minute or so, so each window's tests run at a family-wise
   // level of 0.001 (about one false alarm a day at one window a minute), not the 0.05 of a single
   // comparison; out-of-range values get 0.1 % of the range as slack for float rounding; the KS
