@@ -102,7 +102,14 @@ TEST(BenchServeCli, MlpAgainstItsAnchors) {
                    m["served"]["sweep"][0]["p50_us"].get<double>() - limit["single_forward_us"].get<double>());
   std::vector<std::string> goals;
   for (const auto& g : r["goals"]) goals.push_back(g["figure"]);
-  EXPECT_EQ(goals, (std::vector<std::string>{"vs_python", "overhead_us"}));  // served_vs_limit's goal is ResNet-18's
+  // served_vs_limit's goal is ResNet-18's.
+  EXPECT_EQ(goals, (std::vector<std::string>{"vs_python", "overhead_us", "monitor_vs_plain"}));
+  // Monitoring: the same model with its profile, every request offered to the monitor.
+  const auto& mon = m["monitored"];
+  EXPECT_DOUBLE_EQ(m["monitor_vs_plain"].get<double>(),
+                   mon["samples_per_s"].get<double>() / mon["plain_samples_per_s"].get<double>());
+  EXPECT_GT(mon["observed_requests"].get<double>() + mon["dropped_requests"].get<double>(), 0.0);
+  EXPECT_EQ(mon["concurrency"], m["served"]["concurrency"]);
   // vs_python's reach: no server beats the limit, so it is at most limit / python.
   EXPECT_DOUBLE_EQ(r["goals"][0]["ceiling"].get<double>(),
                    limit["samples_per_s"].get<double>() / m["python"]["samples_per_s"].get<double>());

@@ -69,6 +69,8 @@ void add_profile(LoadedModel& m, const exporter::ExportRequest& r, const nn::Mod
     e.profile_samples = p.samples;
   } catch (const Error& err) {
     e.profile_note = err.one_line();
+  } catch (const std::exception& err) {
+    e.profile_note = std::string("the validation data could not be read: ") + err.what();
   }
 }
 
