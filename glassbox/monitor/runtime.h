@@ -43,7 +43,7 @@ struct MonitorOptions {
   double sample_rate = 1.0;  // the share of requests observed
   std::int64_t window_predictions = 1000;
   double window_seconds = 60;
-  std::size_t keep_windows = 60;        // reports kept for GET .../monitor
+  std::size_t keep_windows = 60;       // reports kept for GET .../monitor
   std::size_t queue_bytes = 8u << 20;  // tensors waiting for the thread, at most (20 ms of a busy server)
   // A served model closes a window every minute or so, so each window's tests run at a family-wise
   // level of 0.001 (about one false alarm a day at one window a minute), not the 0.05 of a single
