@@ -258,6 +258,16 @@ def main(argv: list[str]) -> int:
         y = np.load(segs[-1] / "OUTPUT__0.npy")
         checks.check(x.shape == (lines[-1]["inputs"][0]["rows"][1], 1, 28, 28) and y.shape[1] == 10 and
                      y.shape[0] == x.shape[0], f"numpy reads the segment's tensors: {x.shape} {y.shape}")
+    # Offline: the payload log against the profile, as the served traffic was seen.
+    p = subprocess.run([gb, "monitor", "compare", "--reference", str(repo / "quickstart" / "1"), "--current",
+                        str(payloads), "--out", str(work / "compare"), "--json"], capture_output=True, text=True)
+    if checks.check(p.returncode == 0, f"monitor compare of the payload log: {p.stdout[-500:]}{p.stderr[-500:]}"):
+        report = json.loads(p.stdout)
+        names = [c["name"] for c in report["columns"]]
+        checks.check(names == ["brightness", "contrast", "gradient", "confidence", "entropy"] and
+                     report["current"]["kind"] == "payload_log" and report["current"]["rows"] > 0 and
+                     (work / "compare" / "drift.html").exists(),
+                     f"the payload log is compared feature by feature with the profile: {names} {report['current']}")
     return checks.summary()
 
 
