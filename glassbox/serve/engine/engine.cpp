@@ -700,6 +700,8 @@ class RepositoryEngine final : public Engine {
       s.monitors[v] = std::make_shared<monitor::ModelMonitor>(entry.name, v, monitor::read_reference(dir), mo);
     } catch (const Error& e) {
       return off(e.one_line(), true);
+    } catch (const std::exception& e) {  // a profile that cannot be read never takes the model down
+      return off(std::string("its profile could not be read: ") + e.what(), true);
     }
   }
 
