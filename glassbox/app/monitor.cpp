@@ -1,4 +1,5 @@
-// Tested by cli_test (MonitorTools.*) and serve_monitor_prometheus (promtool, a real Prometheus).
+// Tested end to end: monitor rules/dashboard by serve_monitor_prometheus (promtool, a real Prometheus), compare by
+// monitor_compare_evidently (against Evidently) and serve_monitor (a payload log against its profile).
 #include "glassbox/app/monitor.h"
 
 #include <chrono>

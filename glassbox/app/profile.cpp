@@ -1,4 +1,5 @@
-// Tested by app_test (Profile.*) and, through export and the server, by cli_test (Monitor.*).
+// Tested end to end by serve_monitor, serve_monitor_prometheus and serve_dashboard_browser (tests/serve/): each
+// exports the quickstart model with its profile and checks the profile files and the alarms served from it.
 #include "glassbox/app/profile.h"
 
 #include <algorithm>
