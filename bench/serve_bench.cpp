@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -216,54 +217,89 @@ json sweep(const std::string& mode, const Server& server, const InferSpec& spec,
   return result;
 }
 
-// The same model with and without monitoring (every request observed), in alternating windows at
-// the served sweep's best concurrency: four of each in the order ABBA ABBA, so that a drift of the
-// machine's speed over the half minute falls on both.
+// The monitored model with its monitor observing every request and paused (sample rate 0, set
+// through POST .../monitor/sampling), in alternating windows at the served sweep's best
+// concurrency: the same runner and model instance on both sides, so only the monitoring differs.
+// Blocks of four short windows in the order ABBA (paused, observing, observing, paused), so that a
+// drift of the machine's speed within a block falls on both; the result is the median block, as a
+// burst of other work on a shared machine moves one block by 10-20 %.
 json monitor_cost(const Server& server, const InferSpec& plain, int concurrency, const ServeBenchOptions& o,
-                  const Window& w) {
+                  const Window& model_window) {
+  const Window w{std::min(model_window.warmup, 0.5), std::min(model_window.seconds, 1.5)};
   InferSpec monitored = plain;
   monitored.model += "_monitored";
-  const HttpRequestSpec plain_request = binary_infer_request(plain, o.request_batch, 1);
-  const HttpRequestSpec monitored_request = binary_infer_request(monitored, o.request_batch, 1);
-  check_infer_reply(http_call("127.0.0.1", server.port, monitored_request), monitored, o.request_batch,
-                    "monitored server");
+  const HttpRequestSpec request = binary_infer_request(monitored, o.request_batch, 1);
+  check_infer_reply(http_call("127.0.0.1", server.port, request), monitored, o.request_batch, "monitored server");
+  const std::string base = "/v2/models/" + monitored.model + "/monitor";
   const auto totals = [&] {
-    const HttpReply r = http_call("127.0.0.1", server.port, get_request("/v2/models/" + monitored.model + "/monitor"));
-    GB_CHECK(r.status == 200, Internal, "GET /v2/models/" << monitored.model << "/monitor answered " << r.status,
+    const HttpReply r = http_call("127.0.0.1", server.port, get_request(base));
+    GB_CHECK(r.status == 200, Internal, "GET " << base << " answered " << r.status,
              std::string("the monitored model must have its profile"));
     return json::parse(r.body).at("totals");
   };
+  const auto sampling = [&](double rate) {
+    HttpRequestSpec post;
+    post.target = base + "/sampling";
+    post.headers = {{"Content-Type", "application/json"}};
+    post.body = json{{"sample_rate", rate}}.dump();
+    const HttpReply r = http_call("127.0.0.1", server.port, post);
+    GB_CHECK(r.status == 200, Internal, "POST " << post.target << " answered " << r.status << ": " << r.body,
+             std::string("the server must accept a sample rate for its monitored model"));
+  };
+  // The server's processor time per sample (us), summed over each side's windows: less sensitive
+  // to a busy neighbour than throughput.
+  double cpu_with = 0, cpu_without = 0;
+  const auto rate = [&](bool observing) {
+    sampling(observing ? 1.0 : 0.0);
+    const json p = measure_point(server, monitored, request, concurrency, o, w, false);
+    const double sps = p["samples_per_s"].get<double>();
+    (observing ? cpu_with : cpu_without) += sps > 0 ? p["server_cpu_cores"].get<double>() / sps * 1e6 : 0.0;
+    return sps;
+  };
   double with = 0, without = 0;
-  constexpr int kRounds = 4;  // windows of each, in the order ABBA ABBA: a drift of the machine's speed cancels
-  const json before = totals();
-  for (int i = 0; i < kRounds; ++i) {
-    const bool plain_first = i % 2 == 0;
-    for (int k = 0; k < 2; ++k) {
-      if ((k == 0) == plain_first)
-        without += measure_point(server, plain, plain_request, concurrency, o, w, false)["samples_per_s"].get<double>();
-      else
-        with += measure_point(server, monitored, monitored_request, concurrency, o, w, false)["samples_per_s"]
-                    .get<double>();
-    }
+  json blocks = json::array();  // each block's observing / paused
+  double observed = 0, dropped = 0;
+  for (int b = 0; b < o.monitor_blocks; ++b) {
+    const double p1 = rate(false);
+    const json before = totals();
+    const double m1 = rate(true);
+    const double m2 = rate(true);
+    sampling(0.0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the monitor takes its queue every 10 ms
+    const json after = totals();
+    observed += after.at("requests").get<double>() - before.at("requests").get<double>();
+    dropped += after.at("dropped").get<double>() - before.at("dropped").get<double>();
+    const double p2 = rate(false);
+    with += m1 + m2;
+    without += p1 + p2;
+    blocks.push_back(p1 + p2 > 0 ? (m1 + m2) / (p1 + p2) : 0.0);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the monitor takes its queue every 20 ms
-  const json after = totals();
-  const auto delta = [&](const char* k) { return after.at(k).get<double>() - before.at(k).get<double>(); };
-  // Observed: requests the monitor processed, of those it was offered (the rest were dropped
-  // because its low-priority thread could not keep up at saturation).
-  const double observed = delta("requests"), dropped = delta("dropped");
+  sampling(1.0);
+  // Observed: requests the monitor processed, of those it was offered in the observing windows
+  // (the rest were dropped because its low-priority thread could not keep up at saturation).
+  const int windows = 2 * o.monitor_blocks;
+  std::vector<double> sorted = blocks.get<std::vector<double>>();
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t mid = sorted.size() / 2;
+  const double median = sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
   const json result{{"concurrency", concurrency},
-                    {"samples_per_s", with / kRounds},
-                    {"plain_samples_per_s", without / kRounds},
-                    {"rounds", kRounds},
+                    {"ratio", median},
+                    {"window_s", w.seconds},
+                    {"samples_per_s", with / windows},
+                    {"server_cpu_us_per_sample", cpu_with / windows},
+                    {"plain_server_cpu_us_per_sample", cpu_without / windows},
+                    {"plain_samples_per_s", without / windows},
+                    {"blocks", blocks},
                     {"observed_requests", observed},
                     {"dropped_requests", dropped},
                     {"observed_share", observed + dropped > 0 ? observed / (observed + dropped) : 0.0}};
   if (o.log)
     *o.log << fmt::format(
-                  "  {:<10}{:<15} c={:<4} {:>9.0f} samples/s monitored, {:.0f} plain (alternating windows); "
-                  "{:.1f} % of the requests observed\n",
-                  "monitored", plain.model, concurrency, with / kRounds, without / kRounds,
+                  "  {:<10}{:<15} c={:<4} {:>9.0f} samples/s observed, {:.0f} paused; median of {} ABBA blocks "
+                  "{:.3f} ({:.3f}); server CPU {:.2f} us per sample observed, {:.2f} paused; {:.1f} % of the "
+                  "requests observed\n",
+                  "monitored", monitored.model, concurrency, with / windows, without / windows, o.monitor_blocks,
+                  median, fmt::join(blocks.get<std::vector<double>>(), " "), cpu_with / windows, cpu_without / windows,
                   100 * result["observed_share"].get<double>())
            << std::flush;
   return result;
@@ -316,9 +352,7 @@ json bench_model(const BenchModel& m, const ServeBenchOptions& o, const fs::path
   }
   r["served_vs_limit"] = ratio(r, "served", "limit");
   r["batching_gain"] = ratio(r, "served", "unbatched");
-  if (r.contains("monitored") && r["monitored"]["plain_samples_per_s"].get<double>() > 0)
-    r["monitor_vs_plain"] =
-        r["monitored"]["samples_per_s"].get<double>() / r["monitored"]["plain_samples_per_s"].get<double>();
+  if (r.contains("monitored")) r["monitor_vs_plain"] = r["monitored"]["ratio"];
   if (!o.skip_python) r["vs_python"] = ratio(r, "served", "python");
   if (r["served"].contains("server_c1")) r["overhead_us"] = r["served"]["server_c1"]["overhead_us"];
   const json& c1 = r["served"]["sweep"][0];

@@ -49,6 +49,7 @@ struct ServeBenchOptions {
   int http_threads = 0;                             // glassbox serve --threads; 0: the server's default
   int loadgen_threads = 1;                          // the load generator's io threads
   bool skip_python = false;
+  int monitor_blocks = 9;       // ABBA blocks behind monitor_vs_plain (the median block; two 1.5 s windows of each)
   std::string server_binary;    // default: this executable (/proc/self/exe), run as `BIN serve ...`
   std::string python;           // default: <source>/.venv/bin/python
   std::string source_dir;       // default: the compile-time source dir

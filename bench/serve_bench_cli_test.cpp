@@ -48,7 +48,8 @@ void expect_point(const json& p, const std::string& what) {
 
 TEST(BenchServeCli, MlpAgainstItsAnchors) {
   std::string log;
-  const auto [code, out] = run("bench serve --models mlp --seconds 0.4 --warmup 0.2 --concurrency 1,4 --json", &log);
+  const auto [code, out] =
+      run("bench serve --models mlp --seconds 0.4 --warmup 0.2 --concurrency 1,4 --monitor-blocks 1 --json", &log);
   ASSERT_EQ(code, 0) << out << log;
   const json r = json::parse(out);
   EXPECT_EQ(r["bench"], "serve");
@@ -104,10 +105,13 @@ TEST(BenchServeCli, MlpAgainstItsAnchors) {
   for (const auto& g : r["goals"]) goals.push_back(g["figure"]);
   // served_vs_limit's goal is ResNet-18's.
   EXPECT_EQ(goals, (std::vector<std::string>{"vs_python", "overhead_us", "monitor_vs_plain"}));
-  // Monitoring: the same model with its profile, every request offered to the monitor.
+  // Monitoring: the monitored model observing every request against the same model paused; the
+  // figure is the median block's ratio.
   const auto& mon = m["monitored"];
-  EXPECT_DOUBLE_EQ(m["monitor_vs_plain"].get<double>(),
-                   mon["samples_per_s"].get<double>() / mon["plain_samples_per_s"].get<double>());
+  std::vector<double> blocks = mon["blocks"].get<std::vector<double>>();
+  ASSERT_EQ(blocks.size(), 1u);  // --monitor-blocks 1
+  EXPECT_DOUBLE_EQ(m["monitor_vs_plain"].get<double>(), blocks[0]);
+  EXPECT_NEAR(blocks[0], mon["samples_per_s"].get<double>() / mon["plain_samples_per_s"].get<double>(), 1e-12);
   EXPECT_GT(mon["observed_requests"].get<double>() + mon["dropped_requests"].get<double>(), 0.0);
   EXPECT_EQ(mon["concurrency"], m["served"]["concurrency"]);
   // vs_python's reach: no server beats the limit, so it is at most limit / python.

@@ -86,6 +86,11 @@ void add_bench_serve(CLI::App& bench) {
   serve->add_option("--soak-warmup", o->soak_warmup, "RSS growth is measured from here (at most half the run)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  serve
+      ->add_option("--monitor-blocks", o->monitor_blocks,
+                   "ABBA blocks (plain, monitored, monitored, plain) behind monitor_vs_plain")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   serve->add_option("--soak-concurrency", o->soak_concurrency, "soak concurrency")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

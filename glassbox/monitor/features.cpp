@@ -187,7 +187,6 @@ bool FeatureExtractor::image_fast(std::span<const T> sample, std::span<double> f
   };
   double all_sum = 0, all_sq = 0, grad = 0;
   std::int64_t out = 0;
-  std::vector<double> stats(2 * channels_);
   for (std::size_t c = 0; c < channels_; ++c) {
     const double sd = pick(spec_.std, c, 1.0), mu = pick(spec_.mean, c, 0.0);
     double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
@@ -202,8 +201,10 @@ bool FeatureExtractor::image_fast(std::span<const T> sample, std::span<double> f
     const std::int64_t outside = cs.outside;
     const auto n = static_cast<double>(plane_);
     const double mean_x = sum / n, var_x = std::max(0.0, sq / n - mean_x * mean_x);
-    stats[2 * c] = mean_x * sd + mu;
-    stats[2 * c + 1] = std::sqrt(var_x) * std::abs(sd);
+    if (channels_ > 1) {  // the overall statistics are the last three features
+      features[2 * c] = mean_x * sd + mu;
+      features[2 * c + 1] = std::sqrt(var_x) * std::abs(sd);
+    }
     // Sums of the values in the data's units: sum(x sd + mu), sum((x sd + mu)^2).
     all_sum += sum * sd + n * mu;
     all_sq += sd * sd * sq + 2 * sd * mu * sum + n * mu * mu;
@@ -212,7 +213,6 @@ bool FeatureExtractor::image_fast(std::span<const T> sample, std::span<double> f
   }
   counts.values += static_cast<std::int64_t>(sample.size());
   counts.out_of_range += out;
-  if (channels_ > 1) std::copy(stats.begin(), stats.end(), features.begin());
   const auto n = static_cast<double>(sample.size());
   const double mean = all_sum / n;
   features[names_.size() - 3] = mean;

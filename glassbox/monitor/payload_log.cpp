@@ -2,6 +2,7 @@
 #include "glassbox/monitor/payload_log.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -218,6 +219,7 @@ PayloadLogger::Stats PayloadLogger::stats() const {
 }
 
 void PayloadLogger::loop() {
+  pthread_setname_np(pthread_self(), "gb-payload-log");
   lower_thread_priority();
   std::deque<PayloadRecord> batch;
   for (;;) {

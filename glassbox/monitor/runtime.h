@@ -3,13 +3,15 @@
 // metrics endpoint and GET .../monitor show.
 //
 //   ModelMonitor m("fashion", 1, read_reference(version_dir), options);
-//   if (m.sample()) m.offer(observation);   // on the request's completion; never blocks, never throws
-//   MonitorSnapshot s = m.snapshot();       // windows, alarms, counters
+//   m.offer(requests);                 // a batch's sampled requests, once answered; never blocks or throws
+//   MonitorSnapshot s = m.snapshot();  // windows, alarms, counters
 //
-// Off the request path: offer() takes a short lock to queue the observation (the tensors are
-// shared, not copied) or counts it dropped when the queue holds `queue_bytes` already; one thread
-// per monitor (under SCHED_IDLE) takes the queue every 20 ms, turns observations into
-// features, fills the window, and closes it when it holds `window_predictions` predictions or
+// Off the request path: the server hands over each executed batch's sampled requests at once;
+// offer() takes a short lock to copy their tensors' bytes into a buffer that is reused from batch
+// to batch (no allocation, and every request buffer stays with the thread that made it), or
+// counts a request dropped when the buffer holds `queue_bytes` already. One thread per monitor
+// (under SCHED_IDLE) swaps that buffer for its own every 10 ms, turns the requests into features,
+// fills the window, and closes it when it holds `window_predictions` predictions or
 // `window_seconds` passed since its first one.
 // Options come from the server's flags and the model's config.pbtxt parameters
 // (`glassbox.monitor.<option>`, MonitorOptions::set).
@@ -21,7 +23,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,7 +45,7 @@ struct MonitorOptions {
   std::int64_t window_predictions = 1000;
   double window_seconds = 60;
   std::size_t keep_windows = 60;       // reports kept for GET .../monitor
-  std::size_t queue_bytes = 8u << 20;  // tensors waiting for the thread, at most (20 ms of a busy server)
+  std::size_t queue_bytes = 8u << 20;  // tensors waiting for the thread, at most (per buffer)
   // A served model closes a window every minute or so, so each window's tests run at a family-wise
   // level of 0.001 (about one false alarm a day at one window a minute), not the 0.05 of a single
   // comparison; out-of-range values get 0.1 % of the range as slack for float rounding; the KS
@@ -95,7 +96,21 @@ void lower_thread_priority();
 // Elements [first, first + out.size()) of `t` as doubles (any element type but BYTES).
 void read_elements_for_compare(const RawTensor& t, std::size_t first, std::span<double> out);
 
-// One request: its monitored input and class-score output when the server had them.
+// A served tensor handed to offer(): read during the call only.
+struct TensorBytes {
+  ElementType type = ElementType::kFp32;
+  const std::uint8_t* data = nullptr;
+  std::size_t size = 0;      // bytes
+  std::size_t elements = 0;  // values (the product of its shape)
+};
+
+// One request as offer() takes it: its monitored input and class scores when the server had them.
+struct Offered {
+  std::optional<TensorBytes> input, output;
+  double latency_ms = -1;  // received -> response; negative: unknown
+};
+
+// One request with its tensors (tests, tools).
 struct Observation {
   std::optional<RawTensor> input;
   std::optional<RawTensor> output;
@@ -139,15 +154,42 @@ class ModelMonitor {
   const Reference& reference() const { return reference_; }
   // Whether to observe the next request (the sample rate, spread evenly).
   bool sample();
-  // Queues the observation, or counts it dropped. Never blocks on the monitor's work, never throws.
-  void offer(Observation observation) noexcept;
+  // Changes the sample rate while serving: 0 pauses the monitor, 1 observes every request.
+  // InvalidArgument outside [0, 1].
+  void set_sample_rate(double rate);
+  // Queues a copy of each request's monitored input and class scores, or counts it dropped. Never
+  // blocks on the monitor's work, never throws.
+  void offer(std::span<const Offered> requests) noexcept;
+  void offer(const Observation& observation) noexcept;
   // Processes everything queued, then closes the open window if it holds predictions.
   void flush();
   MonitorSnapshot snapshot() const;
 
  private:
+  // A queued tensor: `size` bytes at `offset` in its batch's bytes; for an input whose features
+  // offer() extracted (`extracted`), per sample its InputCounts and then its features (doubles).
+  struct Slot {
+    bool present = false;
+    bool extracted = false;
+    ElementType type = ElementType::kFp32;
+    std::size_t elements = 0, offset = 0, size = 0;
+  };
+  struct Queued {
+    Slot input, output;
+    double latency_ms = -1;
+  };
+  // The requests queued between two looks of the thread; its storage is kept from batch to batch.
+  struct Batch {
+    std::unique_ptr<std::uint8_t[]> bytes;
+    std::size_t capacity = 0, used = 0;
+    std::vector<Queued> requests;
+  };
   void loop();
-  void process(const Observation& o);
+  // Room for `bytes` more in queue_ (grown towards queue_bytes, or to one request's size).
+  void reserve_queue(std::size_t bytes);
+  // The features of an FP32 image input, extracted into queue_ where the fast path applies.
+  bool queue_features(const TensorBytes& input, Slot& slot);
+  void process(const Queued& q, const std::uint8_t* bytes);
   void close_window();
 
   const std::string model_;
@@ -157,10 +199,10 @@ class ModelMonitor {
   const std::optional<FeatureExtractor> extractor_;  // none: the inputs are not monitored
 
   std::atomic<std::uint64_t> offered_{0};
+  std::atomic<double> sample_rate_;
   mutable std::mutex queue_mu_;
   std::condition_variable queue_cv_, flushed_cv_;
-  std::deque<Observation> queue_;
-  std::size_t queued_bytes_ = 0;
+  Batch queue_;  // filled by offer(), swapped by the thread for its own
   std::uint64_t flush_requested_ = 0, flush_done_ = 0;
   bool stop_ = false;
   std::atomic<std::int64_t> dropped_{0};

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <thread>
 #include <vector>
@@ -209,6 +211,71 @@ TEST(Runtime, OptionsByNameAreCheckedAndNamed) {
   EXPECT_THROW(o.set("sample_rate", "1.5"), Error);
   EXPECT_THROW(o.set("window_predictions", "2.5"), Error);
   EXPECT_THROW(o.set("alpha", "abc"), Error);
+}
+
+// Images: the runner's thread extracts an aligned FP32 image's features while offering it; any
+// other image (misaligned here, or with a value that is not finite) is copied and read by the
+// monitor's thread. Both paths must give the same windows.
+struct Images {
+  static InputSpec spec() {
+    InputSpec s;
+    s.name = "INPUT__0";
+    s.kind = InputKind::kImage;
+    s.shape = {2, 6, 5};
+    s.mean = {0.5, 0.4};
+    s.std = {0.25, 0.2};
+    return s;
+  }
+  std::mt19937_64 rng{11};
+  // `n` normalised images (FP32), and a buffer one byte longer for a misaligned copy.
+  std::pair<std::shared_ptr<std::vector<std::uint8_t>>, std::vector<float>> batch(std::int64_t n, double shift) {
+    std::normal_distribution<float> d(0, 1);
+    std::vector<float> x(static_cast<std::size_t>(n * 60));
+    for (auto& v : x) v = d(rng) + static_cast<float>(shift);
+    return {std::make_shared<std::vector<std::uint8_t>>(x.size() * sizeof(float) + 1), std::move(x)};
+  }
+};
+
+TEST(Runtime, ImageFeaturesExtractedAtTheHandOffEqualThoseOfTheMonitorsThread) {
+  ReferenceBuilder b(Images::spec(), "OUTPUT__0", true, {"a", "b", "c"});
+  Images gen;
+  for (int i = 0; i < 400; ++i) {
+    auto [unused, x] = gen.batch(1, 0.0);
+    std::vector<double> xi(x.begin(), x.end()), yi(xi.begin(), xi.begin() + kClasses);
+    b.add(xi, yi, -1);
+  }
+  const Reference ref = b.build();
+  ModelMonitor aligned("img", 1, ref, options(100)), misaligned("img", 1, ref, options(100));
+  for (int r = 0; r < 30; ++r) {
+    auto [buffer, x] = gen.batch(10, r < 20 ? 0.0 : 0.8);
+    if (r == 25) x[7] = std::numeric_limits<float>::quiet_NaN();  // the general path, on both
+    std::vector<float> y(10 * kClasses);
+    for (int i = 0; i < 10; ++i)
+      for (int c = 0; c < kClasses; ++c) y[static_cast<std::size_t>(i * kClasses + c)] = x[i * 60 + c];
+    const auto y_bytes = reinterpret_cast<const std::uint8_t*>(y.data());
+    std::memcpy(buffer->data() + 1, x.data(), x.size() * sizeof(float));
+    const TensorBytes out{ElementType::kFp32, y_bytes, y.size() * sizeof(float), y.size()};
+    Offered a{TensorBytes{ElementType::kFp32, reinterpret_cast<const std::uint8_t*>(x.data()), x.size() * sizeof(float),
+                          x.size()},
+              out, 2.0};
+    Offered m{TensorBytes{ElementType::kFp32, buffer->data() + 1, x.size() * sizeof(float), x.size()}, out, 2.0};
+    aligned.offer(std::span(&a, 1));
+    misaligned.offer(std::span(&m, 1));
+  }
+  aligned.flush();
+  misaligned.flush();
+  nlohmann::json ja = aligned.snapshot().to_json(), jm = misaligned.snapshot().to_json();
+  for (nlohmann::json* j : {&ja, &jm}) {  // the clock's readings differ
+    for (auto& w : (*j)["windows"]) w.erase("start"), w.erase("end");
+    for (auto& a : (*j)["alarms"]) a.erase("since");
+  }
+  EXPECT_EQ(ja["totals"]["predictions"], 300);
+  EXPECT_EQ(ja["totals"]["non_finite"], 1);
+  EXPECT_GT(ja["totals"]["out_of_range"].get<std::int64_t>(), 0);  // the shifted windows
+  EXPECT_EQ(ja["windows"].size(), 3u);
+  EXPECT_EQ(ja["totals"], jm["totals"]);
+  EXPECT_EQ(ja["windows"].dump(), jm["windows"].dump());  // every statistic, to the last bit
+  EXPECT_EQ(ja["alarms"].dump(), jm["alarms"].dump());
 }
 
 }  // namespace

@@ -234,6 +234,32 @@ def main(argv: list[str]) -> int:
         status, _ = sc.get_json(server.port, "/v2/models/quickstart/versions/7/monitor")
         checks.check(status == 404, f"unknown version: 404, got {status}")
 
+        # Sampling changed while serving: 0 pauses the monitor, 1 observes every request again.
+        sampling = "/v2/models/quickstart/monitor/sampling"
+        status, _, body = sc.post_json(server.port, sampling, {"sample_rate": 0})
+        checks.check(status == 200 and body.get("sample_rate") == 0, f"POST sampling 0: {status} {body}")
+        seen = monitor()["totals"]["predictions"]
+        traffic.send(traffic.images01(100))
+        time.sleep(0.5)  # the monitor takes its queue every 10 ms
+        checks.check(monitor()["totals"]["predictions"] == seen, "paused: the requests are not observed")
+        status, _, body = sc.post_json(server.port, sampling, {"sample_rate": 1.0})
+        checks.check(status == 200 and body.get("sample_rate") == 1, f"POST sampling 1: {status} {body}")
+        traffic.send(traffic.images01(100))
+        deadline = time.monotonic() + 30
+        while monitor()["totals"]["predictions"] < seen + 100 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        checks.check(monitor()["totals"]["predictions"] == seen + 100, "sampling 1: every request observed again")
+        checks.check(monitor()["options"]["sample_rate"] == 1, "GET .../monitor shows the sample rate in force")
+        for bad in ({"sample_rate": 1.5}, {"sample_rate": "all"}, {"rate": 1}, [1]):
+            status, _, body = sc.post_json(server.port, sampling, bad)
+            checks.check(status == 400 and "sample_rate" in json.dumps(body),
+                         f"POST sampling {bad}: 400 naming sample_rate: {status} {body}")
+        status, _, body = sc.post_json(server.port, "/v2/models/plain/monitor/sampling", {"sample_rate": 1})
+        checks.check(status == 400 and "not monitored" in body.get("error", ""),
+                     f"sampling a model without a profile: 400 naming why: {status} {body}")
+        status, _ = sc.get_json(server.port, sampling)
+        checks.check(status == 405, f"GET .../monitor/sampling: 405, got {status}")
+
         # The payload log: rotated into segments under its 4 MiB cap, the newest requests kept with
         # their ids, each tensor file read by numpy with the rows records.jsonl gives.
         deadline = time.monotonic() + 60

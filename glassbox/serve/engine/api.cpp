@@ -98,10 +98,58 @@ void EngineOptions::validate() const {
   monitor_options.validate();
 }
 
+monitor::MonitorSnapshot Engine::set_monitor_sample_rate(const std::string& model, std::int64_t version, double) {
+  return monitor_snapshot(model, version);  // throws: this engine monitors nothing
+}
+
 monitor::MonitorSnapshot Engine::monitor_snapshot(const std::string& model, std::int64_t version) const {
   model_metadata(model, version);  // unknown models and versions, as everywhere
   GB_THROW(FailedPrecondition, "model '" << model << "' is not monitored by this engine",
            "serve it with glassbox serve, which monitors models exported with a profile");
+}
+
+namespace {
+
+std::optional<monitor::ElementType> monitor_type(DataType t) {
+  using E = monitor::ElementType;
+  switch (t) {
+    case DataType::kBool: return E::kBool;
+    case DataType::kUint8: return E::kUint8;
+    case DataType::kUint16: return E::kUint16;
+    case DataType::kUint32: return E::kUint32;
+    case DataType::kUint64: return E::kUint64;
+    case DataType::kInt8: return E::kInt8;
+    case DataType::kInt16: return E::kInt16;
+    case DataType::kInt32: return E::kInt32;
+    case DataType::kInt64: return E::kInt64;
+    case DataType::kFp16: return E::kFp16;
+    case DataType::kFp32: return E::kFp32;
+    case DataType::kFp64: return E::kFp64;
+    case DataType::kBf16: return E::kBf16;
+    case DataType::kBytes: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<monitor::TensorBytes> monitor_bytes(const Tensor& t) {
+  const auto type = monitor_type(t.datatype);
+  if (!type) return std::nullopt;
+  return monitor::TensorBytes{*type, t.data, t.size,
+                              static_cast<std::size_t>(std::max<std::int64_t>(0, t.element_count()))};
+}
+
+std::optional<monitor::RawTensor> monitor_tensor(const Tensor& t) {
+  const auto type = monitor_type(t.datatype);
+  if (!type) return std::nullopt;
+  monitor::RawTensor r;
+  r.type = *type;
+  r.shape = t.shape;
+  r.owner = t.owner;
+  r.data = t.data;
+  r.size = t.size;
+  return r;
 }
 
 }  // namespace glassbox::serve

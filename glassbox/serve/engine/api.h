@@ -97,6 +97,11 @@ struct Tensor {
                      std::shared_ptr<const void> owner, const std::uint8_t* data, std::size_t size);
 };
 
+// What the monitor reads of a tensor (its bytes, valid while the tensor is); none for BYTES.
+std::optional<monitor::TensorBytes> monitor_bytes(const Tensor& t);
+// The payload logger's view of a tensor (shared, not copied); none for BYTES.
+std::optional<monitor::RawTensor> monitor_tensor(const Tensor& t);
+
 // One output the client asked for. An empty InferRequest::outputs means every output.
 struct RequestedOutput {
   std::string name;
@@ -263,6 +268,9 @@ class Engine {
   // Monitoring: the version's windows and alarms (version 0: the highest ready version). Throws as
   // model_metadata does, and FailedPrecondition naming why the version is not monitored.
   virtual monitor::MonitorSnapshot monitor_snapshot(const std::string& model, std::int64_t version) const;
+  // Changes the version's monitor sample rate while serving (0 pauses it); returns the snapshot.
+  // Throws as monitor_snapshot does, and InvalidArgument outside [0, 1].
+  virtual monitor::MonitorSnapshot set_monitor_sample_rate(const std::string& model, std::int64_t version, double rate);
   // Every monitored version's snapshot (the metrics endpoint).
   virtual std::vector<monitor::MonitorSnapshot> monitor_snapshots() const { return {}; }
   // The payload logger's counters; none when payload logging is off.

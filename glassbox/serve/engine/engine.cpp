@@ -124,47 +124,6 @@ std::string with_defaults(const triton::ModelConfig& config) {
 
 constexpr std::string_view kMonitorParameter = "glassbox.monitor.";
 
-std::optional<monitor::ElementType> element_type(DataType t) {
-  using E = monitor::ElementType;
-  switch (t) {
-    case DataType::kBool: return E::kBool;
-    case DataType::kUint8: return E::kUint8;
-    case DataType::kUint16: return E::kUint16;
-    case DataType::kUint32: return E::kUint32;
-    case DataType::kUint64: return E::kUint64;
-    case DataType::kInt8: return E::kInt8;
-    case DataType::kInt16: return E::kInt16;
-    case DataType::kInt32: return E::kInt32;
-    case DataType::kInt64: return E::kInt64;
-    case DataType::kFp16: return E::kFp16;
-    case DataType::kFp32: return E::kFp32;
-    case DataType::kFp64: return E::kFp64;
-    case DataType::kBf16: return E::kBf16;
-    case DataType::kBytes: return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-// The monitor's view of a served tensor (shared, not copied); none for BYTES.
-std::optional<monitor::RawTensor> raw_tensor(const Tensor& t) {
-  const auto type = element_type(t.datatype);
-  if (!type) return std::nullopt;
-  monitor::RawTensor r;
-  r.type = *type;
-  r.shape = t.shape;
-  r.owner = t.owner;
-  r.data = t.data;
-  r.size = t.size;
-  return r;
-}
-
-// The request's input the profile monitors: by name, or the only one.
-const Tensor* monitored_input(const InferRequest& request, const std::string& name) {
-  for (const Tensor& t : request.inputs)
-    if (t.name == name) return &t;
-  return request.inputs.size() == 1 ? &request.inputs.front() : nullptr;
-}
-
 class RepositoryEngine final : public Engine {
  public:
   explicit RepositoryEngine(const EngineOptions& options) : options_(options) {
@@ -256,7 +215,6 @@ class RepositoryEngine final : public Engine {
                std::string("retry against another replica"));
       Target t = resolve(request.model, request.version);
       runner = std::move(t.runner);
-      if (t.monitor && t.monitor->sample()) done = observed(request, std::move(t.monitor), std::move(done));
       if (payload_log_ && payload_log_->sample()) done = logged(request, t.version, payload_log_, std::move(done));
     } catch (const Error& e) {
       answer(request, std::move(done), e);
@@ -269,14 +227,27 @@ class RepositoryEngine final : public Engine {
   }
 
   monitor::MonitorSnapshot monitor_snapshot(const std::string& model, std::int64_t version) const override {
+    return monitor_for(model, version)->snapshot();
+  }
+
+  monitor::MonitorSnapshot set_monitor_sample_rate(const std::string& model, std::int64_t version,
+                                                   double rate) override {
+    const std::shared_ptr<monitor::ModelMonitor> m = monitor_for(model, version);
+    m->set_sample_rate(rate);
+    return m->snapshot();
+  }
+
+  // The version's monitor; FailedPrecondition with the reason when it is not monitored.
+  std::shared_ptr<monitor::ModelMonitor> monitor_for(const std::string& model, std::int64_t version) const {
     const Target t = resolve(model, version);
-    if (!t.monitor) {
+    std::shared_ptr<monitor::ModelMonitor> m = monitor_of(*t.state, t.version);
+    if (!m) {
       const auto it = t.state->unmonitored.find(t.version);
       throw Error(ErrorCode::kFailedPrecondition,
                   "model '" + model + "' version " + std::to_string(t.version) + " is not monitored",
                   it != t.state->unmonitored.end() ? it->second : "the server runs with --monitor=false");
     }
-    return t.monitor->snapshot();
+    return m;
   }
 
   std::vector<monitor::MonitorSnapshot> monitor_snapshots() const override {
@@ -411,36 +382,11 @@ class RepositoryEngine final : public Engine {
     std::shared_ptr<const ModelState> state;
     std::int64_t version = 0;
     std::shared_ptr<ModelRunner> runner;
-    std::shared_ptr<monitor::ModelMonitor> monitor;  // null: not monitored
   };
 
   static std::shared_ptr<monitor::ModelMonitor> monitor_of(const ModelState& s, std::int64_t version) {
     const auto it = s.monitors.find(version);
     return it == s.monitors.end() ? nullptr : it->second;
-  }
-
-  // `done`, handing the request's monitored input and the response's scores to the monitor once
-  // the client has its answer. Never fails the request: the hand-off drops when the monitor is
-  // behind.
-  static InferCallback observed(const InferRequest& request, std::shared_ptr<monitor::ModelMonitor> mon,
-                                InferCallback done) {
-    std::optional<monitor::RawTensor> input;
-    if (const Tensor* in = monitored_input(request, mon->reference().input.name)) input = raw_tensor(*in);
-    return [mon = std::move(mon), input = std::move(input), received = request.received,
-            done = std::move(done)](InferOutcome out) mutable {
-      if (out.error) {
-        done(std::move(out));
-        return;
-      }
-      monitor::Observation o;
-      o.input = std::move(input);
-      const std::string& scores = mon->reference().output;
-      for (const Tensor& t : out.response.outputs)
-        if (t.name == scores || out.response.outputs.size() == 1) o.output = raw_tensor(t);
-      o.latency_ms = std::chrono::duration<double, std::milli>(Clock::now() - received).count();
-      done(std::move(out));
-      mon->offer(std::move(o));
-    };
   }
 
   std::shared_ptr<const ModelState> find(const std::string& model) const {
@@ -486,10 +432,9 @@ class RepositoryEngine final : public Engine {
                     "model '" + model + "' is UNAVAILABLE: " + why);
       }
       const auto& [v, runner] = *s->ready.rbegin();
-      return {s, v, runner, monitor_of(*s, v)};
+      return {s, v, runner};
     }
-    if (const auto it = s->ready.find(version); it != s->ready.end())
-      return {s, version, it->second, monitor_of(*s, version)};
+    if (const auto it = s->ready.find(version); it != s->ready.end()) return {s, version, it->second};
     if (const auto it = s->failed.find(version); it != s->failed.end()) {
       throw Error(
           ErrorCode::kFailedPrecondition,
@@ -619,8 +564,10 @@ class RepositoryEngine final : public Engine {
       const auto t0 = Clock::now();
       try {
         std::shared_ptr<Backend> backend = load_backend(entry, v, bo);
-        s->ready[v] = std::make_shared<ModelRunner>(entry.config, v, std::move(backend), ro);
-        start_monitor(entry, v, *s);
+        RunnerOptions rv = ro;
+        rv.monitor = start_monitor(entry, v, *s);  // the runner hands it each batch it answers
+        s->ready[v] = std::make_shared<ModelRunner>(entry.config, v, std::move(backend), rv);
+        if (rv.monitor) s->monitors[v] = rv.monitor;
         std::clog << fmt::format("serve: model '{}' version {} loaded in {:.3f} s\n", model, v,
                                  std::chrono::duration<double>(Clock::now() - t0).count());
       } catch (const Error& e) {
@@ -630,8 +577,10 @@ class RepositoryEngine final : public Engine {
             v, fail(Error(ErrorCode::kInternal,
                           "model '" + model + "' version " + std::to_string(v) + " failed to load: " + e.what())));
       }
-      if (const auto it = s->failed.find(v); it != s->failed.end())
+      if (const auto it = s->failed.find(v); it != s->failed.end()) {
+        s->unmonitored.erase(v);  // a version that did not load is not served at all
         std::clog << "serve: " << it->second.one_line() << "\n";
+      }
     }
     if (s->ready.empty()) s->reason = s->failed.begin()->second.one_line();
     return s;
@@ -642,7 +591,7 @@ class RepositoryEngine final : public Engine {
     p.name = t.name;
     p.datatype = datatype_name(t.datatype);
     p.shape = t.shape;
-    p.data = raw_tensor(t);
+    p.data = monitor_tensor(t);
     return p;
   }
 
@@ -669,16 +618,18 @@ class RepositoryEngine final : public Engine {
     };
   }
 
-  // The version's monitor when its folder holds a profile and monitoring is on; otherwise the
-  // reason in `s.unmonitored`. A profile that does not read or options that do not parse leave the
-  // version serving, unmonitored, with the reason logged and in the index.
-  void start_monitor(const exporter::RepositoryEntry& entry, std::int64_t v, ModelState& s) const {
+  // The version's monitor when its folder holds a profile and monitoring is on; otherwise null and
+  // the reason in `s.unmonitored`. A profile that does not read or options that do not parse leave
+  // the version serving, unmonitored, with the reason logged and in the index.
+  std::shared_ptr<monitor::ModelMonitor> start_monitor(const exporter::RepositoryEntry& entry, std::int64_t v,
+                                                       ModelState& s) const {
     const fs::path dir = entry.dir / std::to_string(v);
-    const auto off = [&](const std::string& why, bool warn) {
+    const auto off = [&](const std::string& why, bool warn) -> std::shared_ptr<monitor::ModelMonitor> {
       s.unmonitored[v] = why;
-      if (!warn) return;
+      if (!warn) return nullptr;
       std::clog << "serve: model '" << entry.name << "' version " << v << " is not monitored: " << why << "\n";
       s.warning = with_warning(s.warning, "version " + std::to_string(v) + " is not monitored: " + why);
+      return nullptr;
     };
     if (!options_.monitor) return off("the server runs with --monitor=false", false);
     monitor::MonitorOptions mo = options_.monitor_options;
@@ -697,7 +648,7 @@ class RepositoryEngine final : public Engine {
                      "): glassbox export writes one beside the model when the checkpoint's validation data is at hand",
                  false);
     try {
-      s.monitors[v] = std::make_shared<monitor::ModelMonitor>(entry.name, v, monitor::read_reference(dir), mo);
+      return std::make_shared<monitor::ModelMonitor>(entry.name, v, monitor::read_reference(dir), mo);
     } catch (const Error& e) {
       return off(e.one_line(), true);
     } catch (const std::exception& e) {  // a profile that cannot be read never takes the model down

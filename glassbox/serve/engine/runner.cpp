@@ -75,6 +75,14 @@ Tensor slice_rows(const Tensor& t, std::int64_t begin, std::int64_t end) {
   return Tensor::view(t.name, t.datatype, std::move(shape), t.owner, t.data + offset, size);
 }
 
+// The config index of the output the profile reads the class scores from: by name, or the only
+// one; -1 when there is none (the monitor then watches the inputs only).
+int monitored_output_index(const RequestValidator& validator, const std::string& name) {
+  const int i = validator.output_index(name);
+  if (i >= 0) return i;
+  return validator.output_count() == 1 ? 0 : -1;
+}
+
 void invoke(InferCallback& done, InferOutcome&& outcome) noexcept {
   try {
     done(std::move(outcome));
@@ -119,6 +127,8 @@ struct ModelRunner::Impl {
         validator(config, split),
         queue(BatchPolicy::from_config(config)),
         stats(config.name(), version),
+        monitor(options.monitor),
+        monitored_output(monitor ? monitored_output_index(validator, monitor->reference().output) : -1),
         preserve(queue.policy().preserve_ordering) {
     GB_CHECK(this->backend != nullptr, InvalidArgument, "model '" << model << "': no backend",
              std::string("load the model's backend before starting its runner"));
@@ -137,7 +147,9 @@ struct ModelRunner::Impl {
   std::condition_variable started_cv;  // the constructor: an instance is ready or failed
   BatchQueue<Job> queue;
   StatsRecorder stats;
-  std::size_t pending = 0;  // accepted, not yet answered
+  const std::shared_ptr<monitor::ModelMonitor> monitor;  // null: not monitored
+  const int monitored_output;                            // config index of the class scores, or -1
+  std::size_t pending = 0;                               // accepted, not yet answered
   std::uint64_t next_seq = 0;
   bool closed = false;
   std::string why;
@@ -290,9 +302,40 @@ struct ModelRunner::Impl {
     return joined;
   }
 
+  // The monitor's view of the batch's sampled requests (their bytes stay alive in `batch` and in
+  // `owners` until the monitor copied them). Outputs are read before they are delivered.
+  void observe(const std::vector<Job>& batch, const std::vector<std::vector<Tensor>>& outs, SchedTime end,
+               std::vector<monitor::Offered>& offered, std::vector<std::shared_ptr<const void>>& owners) {
+    const std::string& input_name = monitor->reference().input.name;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!monitor->sample()) continue;
+      const Job& j = batch[i];
+      monitor::Offered r;
+      const std::vector<Tensor>& in = j.request.inputs;
+      for (const Tensor& t : in)
+        if (t.name == input_name || in.size() == 1) r.input = monitor_bytes(t);
+      if (monitored_output >= 0) {
+        const Tensor& t = outs[i][static_cast<std::size_t>(monitored_output)];
+        r.output = monitor_bytes(t);
+        if (owners.empty() || owners.back() != t.owner) owners.push_back(t.owner);  // one per batch, usually
+      }
+      if (!j.gather) r.latency_ms = static_cast<double>(ns_between(j.request.received, end)) / 1e6;
+      offered.push_back(r);
+    }
+  }
+
+  // The instance thread's buffers, reused from batch to batch.
+  struct Scratch {
+    std::vector<BatchItem> items;
+    std::vector<RequestSample> samples;
+    std::vector<monitor::Offered> offered;
+    std::vector<std::shared_ptr<const void>> owners;
+  };
+
   // Executes one batch on `instance` and answers its requests; returns callbacks run.
-  std::size_t run(ModelInstance& instance, std::vector<Job>& batch, std::vector<BatchItem>& items,
-                  std::vector<RequestSample>& samples) {
+  std::size_t run(ModelInstance& instance, std::vector<Job>& batch, Scratch& scratch) {
+    std::vector<BatchItem>& items = scratch.items;
+    std::vector<RequestSample>& samples = scratch.samples;
     items.clear();
     std::int64_t elements = 0;
     for (Job& j : batch) {
@@ -339,6 +382,7 @@ struct ModelRunner::Impl {
       if (!j.gather) samples.push_back({ns_between(j.request.received, end), ns_between(j.enqueued, start)});
     }
     if (!samples.empty()) stats.record_successes(samples, t);
+    if (monitor) observe(batch, outs, end, scratch.offered, scratch.owners);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Job& j = batch[i];
       if (j.gather) {
@@ -349,6 +393,9 @@ struct ModelRunner::Impl {
         n += deliver(j.seq, j.done, std::move(out));
       }
     }
+    if (!scratch.offered.empty()) monitor->offer(scratch.offered);  // the clients have their answers
+    scratch.offered.clear();
+    scratch.owners.clear();
     return n;
   }
 
@@ -375,8 +422,7 @@ struct ModelRunner::Impl {
       started_cv.notify_all();
     }
     std::vector<Job> batch, expired;
-    std::vector<BatchItem> items;
-    std::vector<RequestSample> samples;
+    Scratch scratch;
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mu);
@@ -395,7 +441,7 @@ struct ModelRunner::Impl {
       std::size_t n = 0;
       try {
         for (Job& j : expired) n += fail(j, timeout_error(), FailureReason::kRejected, SchedClock::now());
-        if (!batch.empty()) n += run(*instance, batch, items, samples);
+        if (!batch.empty()) n += run(*instance, batch, scratch);
       } catch (const std::exception& e) {  // only allocation failures get here; keep the thread alive
         std::cerr << "glassbox serve: model '" << model << "' instance " << index << ": " << e.what() << "\n";
       }

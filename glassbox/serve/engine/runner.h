@@ -37,6 +37,7 @@
 #include <memory>
 
 #include "glassbox/export/model_config.h"
+#include "glassbox/monitor/runtime.h"
 #include "glassbox/serve/engine/api.h"
 #include "glassbox/serve/engine/backend.h"
 
@@ -44,6 +45,9 @@ namespace glassbox::serve {
 
 struct RunnerOptions {
   bool split_large_requests = false;  // the default when the config's parameter is absent
+  // When set, each executed batch's sampled requests (the profile's input, the class scores, the
+  // latency) are handed to the monitor in one call, on the instance thread, after their answers.
+  std::shared_ptr<monitor::ModelMonitor> monitor = nullptr;
 };
 
 class ModelRunner {

@@ -30,6 +30,7 @@ enum class Kind {
   kModelConfig,
   kModelStats,
   kModelMonitor,
+  kMonitorSampling,
   kDashboard,
   kDashboardMetrics,
   kInfer,
@@ -102,6 +103,8 @@ Route match(std::string_view target) {
       r.kind = Kind::kModelMonitor;
     else if (last == "infer")
       r.kind = Kind::kInfer;
+  } else if (n == i + 2 && seg[i] == "monitor" && seg[i + 1] == "sampling") {
+    r.kind = Kind::kMonitorSampling;
   }
   return r.kind == Kind::kNotFound ? Route{} : r;
 }
@@ -109,6 +112,7 @@ Route match(std::string_view target) {
 Method method_of(Kind kind) {
   switch (kind) {
     case Kind::kInfer:
+    case Kind::kMonitorSampling:
     case Kind::kIndex:
     case Kind::kLoad:
     case Kind::kUnload: return Method::kPost;
@@ -299,7 +303,8 @@ void Router::handle(const HttpRequest& req, Reply reply) const {
     r.allow = allowed == Method::kGet ? "GET, HEAD" : method_name(allowed);
     return reply(std::move(r));
   }
-  const bool control = route.kind == Kind::kIndex || route.kind == Kind::kLoad || route.kind == Kind::kUnload;
+  const bool control = route.kind == Kind::kIndex || route.kind == Kind::kLoad || route.kind == Kind::kUnload ||
+                       route.kind == Kind::kMonitorSampling;
   const bool health = route.kind == Kind::kLive || route.kind == Kind::kReady;
   if (!options_.api_key.empty() && (control || (options_.protect_inference && !health)) && !authorized(req)) {
     const bool sent = !req.authorization.empty() || !req.x_api_key.empty();
@@ -336,6 +341,17 @@ void Router::handle(const HttpRequest& req, Reply reply) const {
       case Kind::kAllStats: return reply(json_response(dump(stats_json(engine_.statistics("", 0)))));
       case Kind::kModelStats: return reply(json_response(dump(stats_json(engine_.statistics(model, version)))));
       case Kind::kModelMonitor: return reply(json_response(dump(engine_.monitor_snapshot(model, version).to_json())));
+      case Kind::kMonitorSampling: {
+        const std::string what = "the monitor sampling request {\"sample_rate\": R} for model '" + model + "'";
+        const json body = control_body(req, options_, what);
+        const auto it = body.find("sample_rate");
+        if (it == body.end() || !it->is_number() || body.size() != 1) {
+          throw Error(ErrorCode::kInvalidArgument, what + " got " + body.dump().substr(0, 200),
+                      "send the share of requests to observe, 0 (paused) to 1 (every request)");
+        }
+        return reply(json_response(
+            dump(engine_.set_monitor_sample_rate(model, version, it->get<double>()).to_json().at("options"))));
+      }
       case Kind::kDashboard: {
         HttpResponse r;
         r.content_type = "text/html; charset=utf-8";
