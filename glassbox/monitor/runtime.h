@@ -3,15 +3,16 @@
 // metrics endpoint and GET .../monitor show.
 //
 //   ModelMonitor m("fashion", 1, read_reference(version_dir), options);
-//   m.offer(requests);                 // a batch's sampled requests, once answered; never blocks or throws
+//   m.offer(requests);                 // a batch's sampled requests, once answered; never blocks
 //   MonitorSnapshot s = m.snapshot();  // windows, alarms, counters
 //
-// Off the request path: the server hands over each executed batch's sampled requests at once;
-// offer() takes a short lock to copy their tensors' bytes into a buffer that is reused from batch
-// to batch (no allocation, and every request buffer stays with the thread that made it), or
-// counts a request dropped when the buffer holds `queue_bytes` already. One thread per monitor
-// (under SCHED_IDLE) swaps that buffer for its own every 10 ms, turns the requests into features,
-// fills the window, and closes it when it holds `window_predictions` predictions or
+// Off the request path: the server hands over each executed batch's sampled requests at once,
+// after their answers went out; offer() takes a short lock and writes into a buffer reused from
+// batch to batch (no allocation; every request buffer stays with the thread that made it) an FP32
+// image's features, computed there while its pixels are in the cache, or any other tensor's
+// bytes, or counts a request dropped when the buffer holds `queue_bytes` already. One thread per
+// monitor (under SCHED_IDLE) swaps that buffer for its own every 10 ms, turns the requests into
+// features, fills the window, and closes it when it holds `window_predictions` predictions or
 // `window_seconds` passed since its first one.
 // Options come from the server's flags and the model's config.pbtxt parameters
 // (`glassbox.monitor.<option>`, MonitorOptions::set).

@@ -382,7 +382,14 @@ struct ModelRunner::Impl {
       if (!j.gather) samples.push_back({ns_between(j.request.received, end), ns_between(j.enqueued, start)});
     }
     if (!samples.empty()) stats.record_successes(samples, t);
-    if (monitor) observe(batch, outs, end, scratch.offered, scratch.owners);
+    if (monitor) {
+      try {
+        observe(batch, outs, end, scratch.offered, scratch.owners);
+      } catch (...) {  // out of memory: this batch goes unobserved, its answers go out
+        scratch.offered.clear();
+        scratch.owners.clear();
+      }
+    }
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Job& j = batch[i];
       if (j.gather) {

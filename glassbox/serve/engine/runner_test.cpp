@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "glassbox/monitor/profile.h"
+
 namespace glassbox::serve {
 namespace {
 
@@ -202,6 +204,49 @@ struct Rig {
     runner.submit(request(id, first, batch), answers.callback(id));
   }
 };
+
+// A monitored version: each answered batch's requests reach the monitor (inputs, class scores,
+// latency), and a paused monitor sees none.
+TEST(Runner, AMonitoredVersionHandsItsAnsweredRequestsToTheMonitor) {
+  monitor::InputSpec in;
+  in.name = "INPUT__0";
+  in.shape = {2};
+  monitor::ReferenceBuilder b(in, "OUTPUT__0", true, {"a", "b"});
+  for (int i = 0; i < 50; ++i) {
+    const double x[2] = {static_cast<double>(i), i + 1.0};
+    b.add(x, x, -1);
+  }
+  monitor::MonitorOptions mo;
+  mo.window_seconds = 3600;
+  auto mon = std::make_shared<monitor::ModelMonitor>("m", 1, b.build(), mo);
+  Rig rig(model_text("dynamic_batching { preferred_batch_size: [4] }"), RunnerOptions{.monitor = mon});
+  rig.state->hold();
+  rig.submit("r0", 0);
+  ASSERT_TRUE(rig.state->wait_started(1));
+  rig.submit("r1", 10, 3);  // three samples in one request
+  rig.submit("r2", 20);
+  rig.state->open();
+  ASSERT_TRUE(rig.answers.wait(3));
+  ASSERT_TRUE(rig.runner.drain(std::chrono::milliseconds(kPatience)));
+  mon->flush();  // closes the open window
+  monitor::MonitorSnapshot s = mon->snapshot();
+  EXPECT_EQ(s.requests_total, 3);
+  EXPECT_EQ(s.predictions_total, 5);
+  EXPECT_EQ(s.input_values_total, 10);
+  ASSERT_EQ(s.windows.size(), 1u);
+  EXPECT_EQ(s.windows[0].report.predictions, 5);
+  EXPECT_EQ(s.windows[0].requests, 3);  // each with its latency
+  EXPECT_GE(s.windows[0].latency_p50_ms, 0.0);
+  // OUTPUT__0 is [v, v + 1] for an input [v, v + 1]: class "b" every time.
+  EXPECT_EQ(s.windows[0].report.predicted_share, (std::vector<double>{0.0, 1.0}));
+
+  mon->set_sample_rate(0);
+  rig.submit("r3", 30);
+  ASSERT_TRUE(rig.answers.wait(4));
+  ASSERT_TRUE(rig.runner.drain(std::chrono::milliseconds(kPatience)));
+  mon->flush();
+  EXPECT_EQ(mon->snapshot().requests_total, 3) << "paused: not observed";
+}
 
 TEST(Runner, BatchesUnderLoadFollowThePolicy) {
   Rig rig(model_text("dynamic_batching { preferred_batch_size: [4] }"));
