@@ -1,4 +1,8 @@
 // Tested by monitor_test (Runtime.*) and, behind the server, by serve_engine_test and the CLI tests.
+//
+// Over 600 lines: the options table, the element decoders, the snapshot's JSON and the monitor's
+// two threads' halves (offer and the loop) share the queued layout (Slot, Queued) that only this
+// file knows; split apart, that layout would have to become public.
 #include "glassbox/monitor/runtime.h"
 
 #include <pthread.h>

@@ -8,6 +8,10 @@
 // outside the shared one: requests keep flowing to the old runners while new ones load; the old
 // ones are closed and drained after the swap.
 //
+// Over 600 lines: loading (config, versions, backends, runners, monitors), routing and control all
+// read and replace the same ModelState under the same two mutexes; the payload-log glue (about 50
+// lines) could move out if it grows.
+//
 // Choices (documented in api.h's error mapping):
 //   unknown model               InvalidArgument  "Request for unknown model: 'x' is not found" (400)
 //   unknown version             NotFound         "Request for unknown model: 'x' version 7 is not found" (404)
