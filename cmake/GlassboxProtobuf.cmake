@@ -41,3 +41,27 @@ function(gb_add_proto_library name)
   target_include_directories(${name} SYSTEM PUBLIC ${_out})
   target_link_libraries(${name} PUBLIC protobuf::libprotobuf)
 endfunction()
+
+# gb_add_grpc_proto_library(NAME PROTO a/b.proto DEPS proto_lib ...): gb_add_proto_library for a
+# .proto with a service: the messages (protoc --cpp_out) and the gRPC stubs and service bases
+# (grpc_cpp_plugin: a/b.grpc.pb.h) in one static library linking gRPC::grpc++. A .proto it
+# imports is compiled by its own proto library, named in DEPS, so that each file's descriptors
+# exist once in a binary. Needs find_package(gRPC CONFIG) (Debian libgrpc++-dev).
+function(gb_add_grpc_proto_library name)
+  cmake_parse_arguments(GB "" "PROTO" "DEPS" ${ARGN})
+  set(_out ${CMAKE_CURRENT_BINARY_DIR}/${name}_gen)
+  set(_proto ${PROJECT_SOURCE_DIR}/${GB_PROTO})
+  string(REGEX REPLACE "\\.proto$" "" _stem ${_out}/${GB_PROTO})
+  set(_generated ${_stem}.pb.cc ${_stem}.pb.h ${_stem}.grpc.pb.cc ${_stem}.grpc.pb.h)
+  add_custom_command(
+    OUTPUT ${_generated}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_out}
+    COMMAND ${Protobuf_PROTOC_EXECUTABLE} -I${PROJECT_SOURCE_DIR} -I${Protobuf_INCLUDE_DIRS} --cpp_out=${_out}
+            --grpc_out=${_out} --plugin=protoc-gen-grpc=$<TARGET_FILE:gRPC::grpc_cpp_plugin> ${_proto}
+    DEPENDS ${_proto} ${Protobuf_PROTOC_EXECUTABLE} gRPC::grpc_cpp_plugin
+    COMMENT "protoc + grpc_cpp_plugin ${GB_PROTO}"
+    VERBATIM)
+  add_library(${name} STATIC ${_generated})
+  target_include_directories(${name} SYSTEM PUBLIC ${_out})
+  target_link_libraries(${name} PUBLIC ${GB_DEPS} gRPC::grpc++ protobuf::libprotobuf)
+endfunction()

@@ -8,11 +8,11 @@
 Rules, for every glassbox/**/*.{h,hpp,cpp,cc}:
   1. `#include "glassbox/<module>/..."` must name the file's own module or one it depends on,
      directly or transitively (GRAPH below). A *_test.cpp file may also include
-     glassbox/testing. serve/http may include a serve/engine header only when that header is
-     LibTorch-free all the way down (the engine's torch-free interface).
+     glassbox/testing. serve/http and serve/grpc may include a serve/engine header only when that
+     header is LibTorch-free all the way down (the engine's torch-free interface).
   2. Public headers (*.h, *.hpp) never include the LibTorch umbrella <torch/torch.h>; the
      precompiled header serves the .cpp files.
-  3. base, monitor and serve/http include no LibTorch header at all (torch/, ATen/, c10/, caffe2/).
+  3. base, monitor, serve/http and serve/grpc include no LibTorch header at all (torch/, ATen/, c10/, caffe2/).
   4. Each module's CMake library (`gb_add_library(NAME ... DEPS a b ...)` in its CMakeLists.txt)
      depends only on modules the graph lets it use (libraries outside glassbox/, such as the
      benchmarks' `bench`, are not checked).
@@ -45,15 +45,19 @@ GRAPH: dict[str, tuple[str, ...]] = {
     "monitor": ("base",),
     "serve/engine": ("export", "metrics", "core", "monitor"),
     "serve/http": ("base", "monitor"),  # + LibTorch-free serve/engine headers (rule 1)
+    "serve/grpc": ("base", "monitor"),  # + the same, and export's generated model_config.proto
     "app": ("train", "inspect", "explain", "export", "report", "monitor"),
     "testing": ("base",),  # helpers linked only by tests
-    "cli": ("app", "serve/engine", "serve/http"),
+    "cli": ("app", "serve/engine", "serve/http", "serve/grpc"),
 }
 
 GRAPH_DOC = Path("docs") / "architecture.md"
 CMAKE_LIBRARY_RE = re.compile(r"gb_add_library\(\s*(\w+)(.*?)\)", re.S)
 # CMake library names that are not their directory's name.
-LIBRARY_MODULE = {"serve_api": "serve/engine", "serve_engine": "serve/engine", "serve_http": "serve/http"}
+LIBRARY_MODULE = {"serve_api": "serve/engine", "serve_engine": "serve/engine", "serve_http": "serve/http",
+                  "serve_grpc": "serve/grpc"}
+# The front ends: torch-free, they reach serve/engine only through its LibTorch-free headers.
+FRONT_ENDS = ("serve/http", "serve/grpc")
 
 
 def graph_from_doc(path: Path) -> dict[str, tuple[str, ...]] | None:
@@ -93,7 +97,7 @@ def load_graph(root: Path) -> None:
             return
 
 
-TORCH_FREE_MODULES = ("base", "monitor", "serve/http")
+TORCH_FREE_MODULES = ("base", "monitor", "serve/http", "serve/grpc")
 TORCH_UMBRELLAS = ("torch/torch.h", "torch/all.h", "torch/extension.h")
 TORCH_PREFIXES = ("torch/", "ATen/", "c10/", "caffe2/")
 SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc")
@@ -215,7 +219,7 @@ class Checker:
             dep = module_of(inc)
             if dep in allowed:
                 continue
-            if module == "serve/http" and dep == "serve/engine" and self.torch_free(inc):
+            if module in FRONT_ENDS and dep == "serve/engine" and self.torch_free(inc):
                 continue
             if dep not in GRAPH:
                 self.report(rel, line, f"module {module} may not include {inc}: "
@@ -223,8 +227,8 @@ class Checker:
                 continue
             why = ", ".join(sorted(allowed)) or "nothing of ours"
             extra = ""
-            if module == "serve/http" and dep == "serve/engine":
-                extra = " (that header reaches LibTorch; serve/http may use only torch-free engine headers)"
+            if module in FRONT_ENDS and dep == "serve/engine":
+                extra = f" (that header reaches LibTorch; {module} may use only torch-free engine headers)"
             self.report(rel, line, f"module {module} may not include {dep} ({inc}){extra}; "
                         f"{module} may use: {why}")
 
@@ -249,7 +253,7 @@ class Checker:
                 dep = LIBRARY_MODULE.get(d, d)
                 if dep not in GRAPH:
                     continue  # a library outside glassbox/ (bench)
-                if module == "serve/http" and d == "serve_api":
+                if module in FRONT_ENDS and d == "serve_api":
                     continue  # the engine's torch-free interface library (rule 1)
                 if dep not in allowed:
                     self.report(rel, line, f"library {m.group(1)} of module {module} may not depend on {d} "

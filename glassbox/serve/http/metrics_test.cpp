@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "glassbox/serve/http/fake_engine_test.h"
+#include "glassbox/serve/engine/fake_engine_test.h"
 #include "glassbox/testing/testing.h"
 
 namespace glassbox::serve {

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "glassbox/serve/http/compression.h"
-#include "glassbox/serve/http/fake_engine_test.h"
+#include "glassbox/serve/engine/fake_engine_test.h"
 #include "glassbox/serve/http/http_client_test.h"
 #include "glassbox/serve/http/routes.h"
 

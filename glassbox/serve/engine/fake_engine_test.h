@@ -1,8 +1,8 @@
-// FakeEngine: a serve::Engine for the HTTP front end's tests (test-only header; no LibTorch).
+// FakeEngine: a serve::Engine for the front ends' tests (serve/http, serve/grpc; test-only header; no LibTorch).
 //
 //   FakeEngine engine;                       // model "mlp", versions 1 and 2, echoes its inputs
 //   engine.mode = FakeEngine::Mode::kHold;   // keep callbacks until complete_all()
-//   HttpServer server(engine, options);
+//   HttpServer server(engine, options);      // or GrpcServer
 //
 // Models: "mlp" (versions "1", "2"; version 3 is NotFound), "down" (loaded, not ready); any other
 // name is InvalidArgument "unknown model". Inference echoes: output i ("OUTPUT__i") is input i
