@@ -144,8 +144,8 @@ void check_bytes_elements(const std::string& raw, std::int64_t count, const std:
     ++n;
   }
   if (n != count) {
-    bad(of(input, model) + " has " + std::to_string(n) + " BYTES elements in its raw_input_contents but its shape needs " +
-            std::to_string(count),
+    bad(of(input, model) + " has " + std::to_string(n) +
+            " BYTES elements in its raw_input_contents but its shape needs " + std::to_string(count),
         std::string("send one length-prefixed element per shape element"));
   }
 }
@@ -249,15 +249,15 @@ Tensor typed_input(const ModelInferRequest::InferInputTensor& in, DataType type,
     case DataType::kInt16:
       return Tensor::owning(name, type, std::move(shape), narrowed<std::int16_t>(c.int_contents(), name, model, type));
     case DataType::kUint8:
-      return Tensor::owning(name, type, std::move(shape),
-                            narrowed<std::uint8_t>(c.uint_contents(), name, model, type));
+      return Tensor::owning(name, type, std::move(shape), narrowed<std::uint8_t>(c.uint_contents(), name, model, type));
     case DataType::kUint16:
       return Tensor::owning(name, type, std::move(shape),
                             narrowed<std::uint16_t>(c.uint_contents(), name, model, type));
     case DataType::kBytes: {
       std::string bytes;
       for (const std::string& e : c.bytes_contents()) {
-        if (e.size() > std::numeric_limits<std::uint32_t>::max()) bad("a BYTES element of " + of(name, model) + " is over 4 GiB");
+        if (e.size() > std::numeric_limits<std::uint32_t>::max())
+          bad("a BYTES element of " + of(name, model) + " is over 4 GiB");
         const auto len = static_cast<std::uint32_t>(e.size());
         bytes.append(reinterpret_cast<const char*>(&len), 4);
         bytes += e;
@@ -328,7 +328,8 @@ InferRequest decode_infer_request(const ModelInferRequest& req, std::shared_ptr<
     const auto& in = req.inputs(i);
     const std::string& name = in.name();
     if (name.empty()) bad("inputs[" + std::to_string(i) + "] of " + what + " has no name");
-    if (!names.insert(name).second) bad("input '" + name + "' appears twice in " + what, std::string("send each input once"));
+    if (!names.insert(name).second)
+      bad("input '" + name + "' appears twice in " + what, std::string("send each input once"));
     const auto type = parse_datatype(in.datatype());
     if (!type) {
       bad(of(name, model) + " has unknown datatype '" + in.datatype().substr(0, 40) + "'",

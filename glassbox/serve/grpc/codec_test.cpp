@@ -2,9 +2,9 @@
 // tensor's layout, conversions where not), the validation messages, outputs, status codes.
 #include "glassbox/serve/grpc/codec.h"
 
-#include <gtest/gtest.h>
-
 #include <cstring>
+
+#include <gtest/gtest.h>
 
 #include "glassbox/serve/grpc/grpc_client_test.h"
 
@@ -92,16 +92,18 @@ TEST(GrpcCodec, ValidationMessages) {
   r = fp32_request("m", {1, 2}, {1, 2});
   *r.add_inputs() = r.inputs(0);
   r.add_raw_input_contents(r.raw_input_contents(0));
-  EXPECT_EQ(message_of(r), "input 'INPUT__0' appears twice in the inference request for model 'm' (hint: send each "
-                           "input once)");
+  EXPECT_EQ(message_of(r),
+            "input 'INPUT__0' appears twice in the inference request for model 'm' (hint: send each "
+            "input once)");
   r = fp32_request("m", {1, 2}, {1, 2});
   r.mutable_inputs(0)->mutable_contents()->add_fp32_contents(1);
   EXPECT_NE(message_of(r).find("has both contents and a raw_input_contents entry"), std::string::npos);
   r = fp32_request("m", {1, 2}, {1, 2});
   r.clear_raw_input_contents();
   r.mutable_inputs(0)->mutable_contents()->add_int64_contents(1);
-  EXPECT_EQ(message_of(r), "input 'INPUT__0' of model 'm' is FP32 but its values are in int64_contents (hint: put "
-                           "FP32 values in contents.fp32_contents)");
+  EXPECT_EQ(message_of(r),
+            "input 'INPUT__0' of model 'm' is FP32 but its values are in int64_contents (hint: put "
+            "FP32 values in contents.fp32_contents)");
   r.mutable_inputs(0)->clear_contents();
   EXPECT_NE(message_of(r).find("input 'INPUT__0' of model 'm' has no data"), std::string::npos);
   r = fp32_request("m", {1, 2}, {1, 2});
@@ -122,8 +124,9 @@ TEST(GrpcCodec, ValidationMessages) {
   in->set_datatype("BYTES");
   in->add_shape(2);
   bytes.add_raw_input_contents(std::string("\x01\0\0\0a", 5));
-  EXPECT_EQ(message_of(bytes), "input 's' of model 'm' has 1 BYTES elements in its raw_input_contents but its shape "
-                               "needs 2 (hint: send one length-prefixed element per shape element)");
+  EXPECT_EQ(message_of(bytes),
+            "input 's' of model 'm' has 1 BYTES elements in its raw_input_contents but its shape "
+            "needs 2 (hint: send one length-prefixed element per shape element)");
 }
 
 TEST(GrpcCodec, ResponseIsRaw) {

@@ -8,8 +8,6 @@
 // Thread safety: the stub may be used from any number of threads at once.
 #pragma once
 
-#include <grpcpp/grpcpp.h>
-
 #include <climits>
 #include <cstring>
 #include <initializer_list>
@@ -17,6 +15,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <grpcpp/grpcpp.h>
 
 #include "glassbox/serve/grpc/proto/grpc_service.grpc.pb.h"
 

@@ -27,10 +27,10 @@ struct GrpcOptions {
   std::string api_key;             // non-empty: the repository RPCs require it
   bool protect_inference = false;  // also require the key for inference, metadata, config, statistics
   // HTTP/2 keep-alive (gRPC channel arguments GRPC_ARG_KEEPALIVE_* and GRPC_ARG_HTTP2_*).
-  std::chrono::milliseconds keepalive_time{7'200'000};    // ping an idle connection this often
-  std::chrono::milliseconds keepalive_timeout{20'000};    // close it when the ping is not answered
-  bool keepalive_permit_without_calls = false;            // ping connections that have no call
-  int http2_max_pings_without_data = 2;                   // 0: no limit
+  std::chrono::milliseconds keepalive_time{7'200'000};         // ping an idle connection this often
+  std::chrono::milliseconds keepalive_timeout{20'000};         // close it when the ping is not answered
+  bool keepalive_permit_without_calls = false;                 // ping connections that have no call
+  int http2_max_pings_without_data = 2;                        // 0: no limit
   std::chrono::milliseconds http2_min_ping_interval{300'000};  // clients' pings closer are strikes
   int http2_max_ping_strikes = 2;                              // 0: no limit
   // At stop(): how long calls in flight may take before they are cancelled.

@@ -2,10 +2,10 @@
 // InferenceService and shuts it down with a deadline; see server.h.
 #include "glassbox/serve/grpc/server.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <string>
 #include <utility>
+
+#include <grpcpp/grpcpp.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/serve/grpc/service.h"
@@ -55,8 +55,9 @@ void GrpcServer::start() {
   if (!impl_->server || impl_->port == 0) {
     if (impl_->server) impl_->server->Shutdown();
     impl_->server.reset();
-    throw Error(ErrorCode::kUnavailable, "cannot listen for gRPC on " + where + " (port " + std::to_string(o.port) +
-                                             " is in use, or the address is not one of this machine's)",
+    throw Error(ErrorCode::kUnavailable,
+                "cannot listen for gRPC on " + where + " (port " + std::to_string(o.port) +
+                    " is in use, or the address is not one of this machine's)",
                 "pass another --grpc-port (0: any free port, -1: no gRPC) or --address");
   }
 }

@@ -156,8 +156,9 @@ TEST_F(GrpcServerTest, RepositoryControlNeedsTheApiKey) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_NE(s.error_message().find("invalid API key"), std::string::npos);
   inference::RepositoryIndexResponse idx;
-  EXPECT_EQ(call(&Stub::RepositoryIndex, inference::RepositoryIndexRequest(), idx, {{"x-api-key", "nope"}}).error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(
+      call(&Stub::RepositoryIndex, inference::RepositoryIndexRequest(), idx, {{"x-api-key", "nope"}}).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_TRUE(engine_.loads.empty());
 
   (*lr.mutable_parameters())["config"].set_string_param(R"({"max_batch_size": 4})");

@@ -1,13 +1,13 @@
 // GRPCInferenceService's unary RPCs and ModelInfer (see service.h); the stream is stream.cpp.
 #include "glassbox/serve/grpc/service.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <atomic>
 #include <exception>
 #include <string>
 #include <thread>
 #include <utility>
+
+#include <google/protobuf/util/json_util.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/serve/grpc/codec.h"
@@ -156,7 +156,8 @@ std::optional<Status> check_api_key(const CallbackServerContext& ctx, const std:
     }
   }
   if (ok) return std::nullopt;
-  const std::string hint = " (hint: send the metadata 'authorization: Bearer KEY' or 'x-api-key: KEY' with the server's key)";
+  const std::string hint =
+      " (hint: send the metadata 'authorization: Bearer KEY' or 'x-api-key: KEY' with the server's key)";
   if (sent) return Status(StatusCode::PERMISSION_DENIED, "invalid API key" + hint);
   return Status(StatusCode::UNAUTHENTICATED, "this RPC requires an API key" + hint);
 }
@@ -205,7 +206,8 @@ ServerUnaryReactor* InferenceService::ModelMetadata(CallbackServerContext* ctx,
                                                     const inference::ModelMetadataRequest* req,
                                                     inference::ModelMetadataResponse* resp) {
   return answer(ctx, refuse(*ctx, false, false), [&] {
-    const serve::ModelMetadata m = engine_.model_metadata(req->name(), parse_model_version(req->version(), req->name()));
+    const serve::ModelMetadata m =
+        engine_.model_metadata(req->name(), parse_model_version(req->version(), req->name()));
     resp->set_name(m.name);
     for (const std::string& v : m.versions) resp->add_versions(v);
     resp->set_platform(m.platform);
@@ -254,9 +256,10 @@ ServerUnaryReactor* InferenceService::ModelConfig(CallbackServerContext* ctx, co
     google::protobuf::util::JsonParseOptions o;
     o.ignore_unknown_fields = true;
     const auto status = google::protobuf::util::JsonStringToMessage(json, resp->mutable_config(), o);
-    GB_CHECK(status.ok(), Internal,
-             "the configuration of model '" << req->name() << "' does not convert to its message: " << status.ToString(),
-             std::string("report this as a bug"));
+    GB_CHECK(
+        status.ok(), Internal,
+        "the configuration of model '" << req->name() << "' does not convert to its message: " << status.ToString(),
+        std::string("report this as a bug"));
   });
 }
 

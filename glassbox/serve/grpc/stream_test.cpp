@@ -1,10 +1,10 @@
 // ModelStreamInfer over a real socket with a FakeEngine: answers carry their request's id, a bad
 // request is answered in-band and the stream stays open, answers come in completion order, the
 // API key, and a stream cancelled while requests are held.
-#include <gtest/gtest.h>
-
 #include <memory>
 #include <set>
+
+#include <gtest/gtest.h>
 
 #include "glassbox/serve/engine/fake_engine_test.h"
 #include "glassbox/serve/grpc/grpc_client_test.h"
@@ -60,9 +60,10 @@ TEST_F(GrpcStreamTest, AnInBandErrorLeavesTheStreamOpen) {
   ASSERT_EQ(got.size(), 4u);
   EXPECT_EQ(got["a"].error_message(), "");
   EXPECT_EQ(floats_of(got["a"].infer_response().raw_output_contents(0)), (std::vector<float>{1, 2}));
-  EXPECT_EQ(got["b"].error_message(),
-            "input 'INPUT__0' of model 'mlp' has unknown datatype 'FP33' (hint: use one of BOOL, UINT8, UINT16, UINT32, "
-            "UINT64, INT8, INT16, INT32, INT64, FP16, FP32, FP64, BF16, BYTES)");
+  EXPECT_EQ(
+      got["b"].error_message(),
+      "input 'INPUT__0' of model 'mlp' has unknown datatype 'FP33' (hint: use one of BOOL, UINT8, UINT16, UINT32, "
+      "UINT64, INT8, INT16, INT32, INT64, FP16, FP32, FP64, BF16, BYTES)");
   EXPECT_EQ(got["c"].error_message(), "fake failure error_ResourceExhausted (hint: fake hint)");
   EXPECT_EQ(got["c"].infer_response().model_name(), "error_ResourceExhausted");
   EXPECT_EQ(got["d"].error_message(), "");

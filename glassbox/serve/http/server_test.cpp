@@ -12,8 +12,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "glassbox/serve/http/compression.h"
 #include "glassbox/serve/engine/fake_engine_test.h"
+#include "glassbox/serve/http/compression.h"
 #include "glassbox/serve/http/http_client_test.h"
 #include "glassbox/serve/http/routes.h"
 
