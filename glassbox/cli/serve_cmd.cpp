@@ -1,16 +1,18 @@
-// glassbox serve: a KServe v2 / Triton-compatible HTTP server over a model repository.
+// glassbox serve: a KServe v2 / Triton-compatible HTTP and gRPC server over a model repository.
 //
 // Startup: load the repository (serve/engine), print one line per model and version with its state
-// (and reason), bind the HTTP and metrics ports (serve/http), print
+// (and reason), bind the HTTP and metrics ports (serve/http) and the gRPC port (serve/grpc), print
+// `grpc: ADDR:PORT` (unless --grpc-port -1) and then
 // `serving: http://ADDR:PORT (metrics http://ADDR:PORT/metrics)`. A model of the startup set that
 // does not load ends the process before it serves, one line per failure on stderr (Triton's
 // --exit-on-error, default true; false serves the others); so does a startup set of which nothing
 // loads, whatever --exit-on-error says, and, in mode none, a repository without model directories.
 // Status 2 when every reason is the repository's (a config error, a missing file), 1 when one is a
 // runtime failure. Shutdown on SIGTERM or SIGINT:
-// readiness goes false (new inference requests get 503), queued and in-flight requests finish
-// (at most --exit-timeout seconds; what is still queued then gets 503), responses are written,
-// exit 0. A second signal during the drain exits at once (status 1).
+// readiness goes false on both front ends (new inference requests get 503 / UNAVAILABLE), queued
+// and in-flight requests finish (at most --exit-timeout seconds; what is still queued then gets
+// 503), responses are written, both servers stop (gRPC calls still open get a short grace), exit 0. A second signal
+// during the drain exits at once (status 1).
 //
 // Signals are blocked in every thread (the mask is set before any server thread starts, and
 // threads inherit it) and taken synchronously by sigwait on the main thread, so no handler runs
@@ -24,6 +26,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -33,6 +36,7 @@
 #include "glassbox/base/error.h"
 #include "glassbox/cli/commands.h"
 #include "glassbox/serve/engine/api.h"
+#include "glassbox/serve/grpc/server.h"
 #include "glassbox/serve/http/server.h"
 
 namespace glassbox::cli {
@@ -43,6 +47,8 @@ struct ServeArgs {
   std::string address = "0.0.0.0";
   int http_port = 8000;
   int metrics_port = 8002;
+  int grpc_port = 8001;
+  serve::GrpcOptions grpc;  // keep-alive flags (Triton's names and defaults)
   std::string control_mode = "none";
   std::vector<std::string> load_models;
   std::string api_key_file;
@@ -157,6 +163,16 @@ void run_serve(const ServeArgs& a) {
            std::string("add --api-key-file F"));
   ho.validate();
 
+  serve::GrpcOptions go = a.grpc;
+  go.address = a.address;
+  go.port = a.grpc_port;
+  go.api_key = ho.api_key;
+  go.protect_inference = ho.protect_inference;
+  go.validate();
+  GB_CHECK(go.port <= 0 || (go.port != ho.http_port && go.port != ho.metrics_port), InvalidArgument,
+           "--grpc-port " << go.port << " is also the HTTP or the metrics port",
+           std::string("give each front end its own port (--grpc-port -1: no gRPC)"));
+
   // Block the shutdown signals before any thread exists; every thread inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);
@@ -187,6 +203,13 @@ void run_serve(const ServeArgs& a) {
 
   serve::HttpServer server(*engine, ho);
   server.start();
+  std::optional<serve::GrpcServer> grpc;
+  if (go.enabled()) {
+    grpc.emplace(*engine, go);
+    grpc->start();
+    const std::string host = a.address.find(':') != std::string::npos ? "[" + a.address + "]" : a.address;
+    std::cout << fmt::format("grpc: {}:{}\n", host, grpc->port());
+  }
   const std::string metrics =
       server.metrics_port() > 0 ? url(a.address, server.metrics_port()) + "/metrics" : std::string("off");
   std::cout << fmt::format("serving: {} (metrics {})\n", url(a.address, server.http_port()), metrics) << std::flush;
@@ -212,6 +235,7 @@ void run_serve(const ServeArgs& a) {
   engine->begin_shutdown();
   const bool drained = engine->drain(timeout);
   server.stop();
+  if (grpc) grpc->stop();
   done = true;
   second.join();
   std::cout << (drained ? "drained: every accepted request was answered; exiting\n"
@@ -223,7 +247,8 @@ void run_serve(const ServeArgs& a) {
 
 void add_serve(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
-  CLI::App* cmd = app.add_subcommand("serve", "A KServe v2 / Triton-compatible HTTP server over a model repository");
+  CLI::App* cmd =
+      app.add_subcommand("serve", "A KServe v2 / Triton-compatible HTTP and gRPC server over a model repository");
   cmd->add_option("--model-repository", a->repository, "folder of NAME/config.pbtxt and NAME/VERSION/model.pt")
       ->required();
   cmd->add_option("--address", a->address, "address to listen on")->capture_default_str();
@@ -233,6 +258,33 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--metrics-port", a->metrics_port, "Prometheus metrics port (0: any free port, -1: off)")
       ->capture_default_str()
       ->check(CLI::Range(-1, 65535));
+  cmd->add_option("--grpc-port", a->grpc_port,
+                  "KServe v2 gRPC port, Triton's GRPCInferenceService (0: any free port, -1: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 65535));
+  auto ms = [](std::chrono::milliseconds& d) { return [&d](std::int64_t v) { d = std::chrono::milliseconds(v); }; };
+  cmd->add_option_function<std::int64_t>("--grpc-keepalive-time", ms(a->grpc.keepalive_time),
+                                         "gRPC: ping an idle connection every this many ms (default 7200000)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option_function<std::int64_t>("--grpc-keepalive-timeout", ms(a->grpc.keepalive_timeout),
+                                         "gRPC: close a connection whose ping is unanswered after this many ms "
+                                         "(default 20000)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--grpc-keepalive-permit-without-calls", a->grpc.keepalive_permit_without_calls,
+                  "gRPC: keep-alive pings also on connections without calls")
+      ->default_str("false");
+  cmd->add_option("--grpc-http2-max-pings-without-data", a->grpc.http2_max_pings_without_data,
+                  "gRPC: pings sent without data before a data frame is needed (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option_function<std::int64_t>(
+         "--grpc-http2-min-recv-ping-interval-without-data", ms(a->grpc.http2_min_ping_interval),
+         "gRPC: a client's pings closer than this many ms without data are strikes (default 300000)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--grpc-http2-max-ping-strikes", a->grpc.http2_max_ping_strikes,
+                  "gRPC: strikes before the connection is closed (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--model-control-mode", a->control_mode,
                   "none: load every model at start; explicit: load/unload through the repository API")
       ->capture_default_str()
@@ -240,7 +292,7 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--load-model", a->load_models, "explicit mode: a model to load at start (repeatable; * = all)");
   cmd->add_option("--api-key-file", a->api_key_file,
                   "file whose first line is the key the repository control endpoints require "
-                  "(Authorization: Bearer KEY)");
+                  "(Authorization: Bearer KEY; over gRPC the metadata authorization: Bearer KEY or x-api-key: KEY)");
   cmd->add_flag("--protect-inference", a->protect_inference, "require the API key for inference and metadata too");
   cmd->add_option("--exit-timeout", a->exit_timeout, "seconds to finish queued and in-flight requests at shutdown")
       ->capture_default_str();
@@ -302,6 +354,7 @@ void add_serve(CLI::App& app) {
       "  glassbox serve --model-repository models --model-control-mode explicit --load-model resnet \\\n"
       "                 --api-key-file key.txt --http-port 8080\n"
       "  curl localhost:8000/v2/health/ready; curl localhost:8002/metrics\n"
+      "  perf_analyzer -m resnet -i grpc -u localhost:8001\n"
       "Stop with SIGTERM or Ctrl-C: readiness goes false, in-flight requests finish, then it exits 0.");
   cmd->callback([a] { run_serve(*a); });
 }

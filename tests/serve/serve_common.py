@@ -237,22 +237,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+GRPC_LINE = re.compile(r"^grpc: \[?([^\]\s]+?)\]?:(\d+)$", re.M)
 SERVING = re.compile(r"serving: http://\[?([^\]\s]+?)\]?:(\d+) \(metrics (?:http://\[?[^\]\s]+?\]?:(\d+)/metrics|off)\)")
 
 
 class ServeProcess:
     """`glassbox serve` on ephemeral ports; output goes to WORKDIR/NAME.log.
 
-    start() waits for the `serving:` line (and /v2/health/live); port / metrics_port are then set.
+    start() waits for the `serving:` line (and /v2/health/live); port / metrics_port / grpc_port
+    are then set (grpc_port 0 when `args` turn gRPC off with --grpc-port -1).
     stop() sends a signal and waits; the exit status is returned (and kept in .returncode)."""
 
     def __init__(self, glassbox: str, repo: Path, workdir: Path, args: list[str] | tuple = (), name: str = "serve"):
         self.cmd = [str(glassbox), "serve", "--model-repository", str(repo), "--address", "127.0.0.1",
-                    "--http-port", "0", "--metrics-port", "0", *map(str, args)]
+                    "--http-port", "0", "--metrics-port", "0",
+                    *([] if "--grpc-port" in map(str, args) else ["--grpc-port", "0"]), *map(str, args)]
         self.log_path = Path(workdir) / f"{name}.log"
         self.proc: subprocess.Popen | None = None
         self.port = 0
         self.metrics_port = 0
+        self.grpc_port = 0
         self.returncode: int | None = None
 
     def start(self, timeout: float = 180) -> "ServeProcess":
@@ -266,6 +270,8 @@ class ServeProcess:
             if m:
                 self.port = int(m.group(2))
                 self.metrics_port = int(m.group(3) or 0)
+                g = GRPC_LINE.search(text)
+                self.grpc_port = int(g.group(2)) if g else 0
                 break
             if self.proc.poll() is not None:
                 raise RuntimeError(f"glassbox serve exited {self.proc.returncode} before serving:\n{text}")
