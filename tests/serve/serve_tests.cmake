@@ -1,6 +1,9 @@
 # glassbox serve end to end (tests/serve/*.py): real clients against the real binary.
 #   reference:   tritonclient.http (metadata, config, JSON + binary inference cross-checked against
-#                Python torch, statistics, repository control with an API key); perf_analyzer sweeps
+#                Python torch, statistics, repository control with an API key); perf_analyzer sweeps;
+#                tritonclient.grpc (sync, async, aio, streaming; against torch and HTTP bitwise,
+#                statistics, repository control) and perf_analyzer -i grpc; the gRPC .proto
+#                against tritonclient's descriptors
 #   integration: 60+ bad requests over raw HTTP; Prometheus scraping /metrics + promtool;
 #                SIGTERM/SIGINT under load; startup with broken models (--exit-on-error, exit codes);
 #                the raw-input platform "glassbox" of a tabular model against Python torch, and of an
@@ -20,6 +23,8 @@ if(TARGET glassbox)
       "serve_tritonclient tritonclient_test reference 240"
       "serve_bad_input bad_input_test integration 180"
       "serve_perf_analyzer perf_analyzer_test reference 300"
+      "serve_grpc grpc_test reference 400"
+      "serve_grpc_proto grpc_proto_test reference 60"
       "serve_prometheus prometheus_test integration 180"
       "serve_shutdown shutdown_test integration 240"
       "serve_startup startup_test integration 240"
