@@ -54,6 +54,14 @@ bool unsigned_value(const InferParameter& p, std::uint64_t& v) {
 void parse_parameters(const ModelInferRequest& req, InferRequest& out) {
   const std::string& model = req.model_name();
   for (const auto& [key, v] : req.parameters()) {
+    if (key == "triton_enable_empty_final_response") {
+      // perf_analyzer and tritonclient's C++ client send it; every answer here is final (stream.cpp).
+      if (v.parameter_choice_case() != InferParameter::kBoolParam) {
+        bad("parameter 'triton_enable_empty_final_response' must be true or false, got " + brief(v) + " (model '" +
+            model + "')");
+      }
+      continue;
+    }
     if (key.rfind("triton_", 0) == 0) {
       bad("parameter '" + key + "' is reserved (inference request for model '" + model + "')",
           std::string("names starting with triton_ belong to Triton; rename or drop it"));

@@ -15,7 +15,8 @@
 // FP32, FP64) become Tensor views into the message, which `owner` keeps alive; INT8/16, UINT8/16
 // and BYTES contents are converted (range-checked). Request parameters as the HTTP codec reads
 // them: priority, timeout (microseconds); binary_data_output and any other key ignored, triton_*
-// reserved, sequence_* refused. Outputs: binary_data is accepted and ignored (gRPC answers are
+// reserved (but triton_enable_empty_final_response, which perf_analyzer sends: every answer is
+// final), sequence_* refused. Outputs: binary_data is accepted and ignored (gRPC answers are
 // always raw), classification is refused. Every failure is an Error (InvalidArgument) whose
 // message names the input and the model, as the HTTP front end's do.
 // Encoding: every output in raw_output_contents (tritonclient.grpc decodes only those), one copy

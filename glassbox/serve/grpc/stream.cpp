@@ -104,26 +104,33 @@ class StreamCall final : public Reactor {
       state_->answered(error_response(*request, std::string("internal error: ") + e.what()));
       return;
     }
+    // A client that asked for empty final responses (Triton's decoupled protocol) reads the
+    // triton_final_response flag: every answer here is the request's only and final one.
+    const auto flag = request->parameters().find("triton_enable_empty_final_response");
+    const bool mark_final = flag != request->parameters().end() && flag->second.bool_param();
     // The callback keeps only what it needs of the request (its names, for an error's answer).
-    engine_.infer(std::move(decoded), [state = state_, model = request->model_name(),
-                                       version = request->model_version(), id = request->id()](InferOutcome out) {
-      ModelStreamInferResponse r;
-      if (out.error) {
-        r.set_error_message(out.error->one_line());
-        r.mutable_infer_response()->set_model_name(model);
-        r.mutable_infer_response()->set_model_version(version);
-        r.mutable_infer_response()->set_id(id);
-      } else {
-        try {
-          encode_infer_response(out.response, *r.mutable_infer_response());
-        } catch (const std::exception& e) {
-          r.Clear();
-          r.set_error_message(std::string("internal error: ") + e.what());
-          r.mutable_infer_response()->set_id(id);
-        }
-      }
-      state->answered(std::move(r));
-    });
+    engine_.infer(std::move(decoded),
+                  [state = state_, model = request->model_name(), version = request->model_version(),
+                   id = request->id(), mark_final](InferOutcome out) {
+                    ModelStreamInferResponse r;
+                    if (out.error) {
+                      r.set_error_message(out.error->one_line());
+                      r.mutable_infer_response()->set_model_name(model);
+                      r.mutable_infer_response()->set_model_version(version);
+                      r.mutable_infer_response()->set_id(id);
+                    } else {
+                      try {
+                        encode_infer_response(out.response, *r.mutable_infer_response());
+                      } catch (const std::exception& e) {
+                        r.Clear();
+                        r.set_error_message(std::string("internal error: ") + e.what());
+                        r.mutable_infer_response()->set_id(id);
+                      }
+                    }
+                    if (mark_final)
+                      (*r.mutable_infer_response()->mutable_parameters())["triton_final_response"].set_bool_param(true);
+                    state->answered(std::move(r));
+                  });
   }
 
   static ModelStreamInferResponse error_response(const ModelInferRequest& request, std::string message) {
