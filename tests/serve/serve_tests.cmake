@@ -19,6 +19,7 @@ if(TARGET glassbox)
   set(_gb_serve_tests
       "serve_tritonclient tritonclient_test reference 240"
       "serve_bad_input bad_input_test integration 180"
+      "serve_http_framing http_framing_test integration 240"
       "serve_perf_analyzer perf_analyzer_test reference 300"
       "serve_prometheus prometheus_test integration 180"
       "serve_shutdown shutdown_test integration 240"

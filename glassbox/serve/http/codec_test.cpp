@@ -499,7 +499,7 @@ TEST(Compression, InflatesGzipAndDeflateUnderTheLimit) {
   const std::string truncated = gzip(text).substr(0, 100);
   EXPECT_EQ(http_error_status([&] { decode_content(in(truncated), "gzip", 1 << 20); }, &message), 400);
   EXPECT_EQ(message, "cannot decompress the gzip request body: the compressed data is truncated");
-  EXPECT_EQ(http_error_status([&] { decode_content(in(text), "br", 1 << 20); }, &message), 501);
+  EXPECT_EQ(http_error_status([&] { decode_content(in(text), "br", 1 << 20); }, &message), 415);
   EXPECT_EQ(message, "unsupported Content-Encoding 'br'");
 }
 
