@@ -162,7 +162,8 @@ class RepositoryEngine final : public Engine {
     ServerMetadata m;
     m.name = "glassbox";
     m.version = kGlassboxVersion;
-    m.extensions = {"binary_tensor_data", "model_repository", "model_configuration", "schedule_policy", "statistics"};
+    m.extensions = {"binary_tensor_data",  "classification",  "model_repository",
+                    "model_configuration", "schedule_policy", "statistics"};
     return m;
   }
 
@@ -563,6 +564,7 @@ class RepositoryEngine final : public Engine {
     bo.default_intra_op_threads = options_.default_intra_op_threads;
     RunnerOptions ro;
     ro.split_large_requests = options_.split_large_requests;
+    ro.labels = entry.labels;
     for (std::int64_t v : versions) {
       const auto t0 = Clock::now();
       try {
