@@ -58,6 +58,9 @@ struct ServeArgs {
   int intra_op_threads = 0;
   std::int64_t busy_poll_us = 200;
   std::size_t max_body_mib = 64;
+  double header_timeout_s = 20;
+  double body_timeout_s = 20;
+  std::size_t min_request_rate = 500;
   std::string metric_names = "prometheus";
   bool strict_config = false;
   bool split_large_requests = false;
@@ -156,6 +159,9 @@ void run_serve(const ServeArgs& a) {
   ho.threads = a.threads;
   ho.busy_poll = std::chrono::microseconds(a.busy_poll_us);
   ho.max_body_bytes = a.max_body_mib << 20;
+  ho.header_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.header_timeout_s * 1000));
+  ho.body_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.body_timeout_s * 1000));
+  ho.min_request_rate = a.min_request_rate;
   ho.metric_names = a.metric_names == "triton" ? serve::MetricNames::kTriton : serve::MetricNames::kPrometheus;
   if (!a.api_key_file.empty()) ho.api_key = read_api_key(a.api_key_file);
   ho.protect_inference = a.protect_inference;
@@ -309,6 +315,18 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--max-body-mib", a->max_body_mib, "largest request body, after decompression, in MiB")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--request-header-timeout", a->header_timeout_s,
+                  "seconds a request's head may take from its first byte, plus 1 s per --min-request-rate bytes "
+                  "received (at most double); slower clients get 408 and are disconnected")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
+  cmd->add_option("--request-body-timeout", a->body_timeout_s,
+                  "seconds a request's body may take after its head, plus 1 s per --min-request-rate bytes received")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
+  cmd->add_option("--min-request-rate", a->min_request_rate,
+                  "bytes per second a client must keep up to extend those deadlines (0: no extension)")
+      ->capture_default_str();
   cmd->add_option("--metric-names", a->metric_names,
                   "prometheus: names that pass promtool (nv_inference_*_total, seconds); triton: Triton's exact names")
       ->capture_default_str()

@@ -230,7 +230,7 @@ def cases(repo: Path) -> list[Case]:
         Case("BYTES element length past the end", "POST", "/v2/models/bytes/infer", bytes_body, bh(bytes_len), 400,
              ["INPUT__0"]),
         # transport
-        Case("unknown Content-Encoding br", "POST", INFER, J(good), {**JH, "Content-Encoding": "br"}, 501, ["br"]),
+        Case("unknown Content-Encoding br", "POST", INFER, J(good), {**JH, "Content-Encoding": "br"}, 415, ["br"]),
         Case("gzip body that is not gzip", "POST", INFER, J(good), {**JH, "Content-Encoding": "gzip"}, 400,
              [("gzip", "decompress", "compress", "inflate", "encoding")]),
         Case(f"body over --max-body-mib {MAX_BODY_MIB}", "POST", INFER, big, JH, 413, [("limit", "large", "max")]),

@@ -156,6 +156,9 @@ BROKEN = ("Broken", 8, [("INPUT__0", "TYPE_FP32", [4]), ("INPUT__1", "TYPE_FP32"
           'dims: [ 4 ] zero_data: true } } inputs { key: "INPUT__1" value: { data_type: TYPE_FP32 dims: [ 4 ] '
           'zero_data: true } } } ]\n')
 
+# Label files (output label_filename): the classification extension's labels.
+LABELS: dict[str, list[str]] = {"fp32": ["ankle boot", "bag", "coat", "dress", "shirt"]}
+
 # KServe datatype of each config type.
 KSERVE = {"TYPE_FP32": "FP32", "TYPE_INT64": "INT64", "TYPE_UINT8": "UINT8", "TYPE_BOOL": "BOOL",
           "TYPE_STRING": "BYTES"}
@@ -181,7 +184,13 @@ def build_repository(root: Path, include_broken: bool = False, models: list[str]
         (root / name / "1").mkdir(parents=True, exist_ok=True)
         scripted = torch.jit.script(getattr(mod, cls)().eval())
         torch.jit.save(scripted, str(root / name / "1" / "model.pt"))
-        (root / name / "config.pbtxt").write_text(_config(name, mbs, ins, outs, extra), encoding="utf-8")
+        config = _config(name, mbs, ins, outs, extra)
+        if name in LABELS:
+            (root / name / "labels.txt").write_text("\n".join(LABELS[name]) + "\n", encoding="utf-8")
+            first_output = config.index("output [") + len("output [\n")
+            close = config.index("}", first_output)
+            config = config[:close] + 'label_filename: "labels.txt" ' + config[close:]
+        (root / name / "config.pbtxt").write_text(config, encoding="utf-8")
     return root
 
 

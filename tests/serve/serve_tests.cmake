@@ -22,6 +22,7 @@ if(TARGET glassbox)
   set(_gb_serve_tests
       "serve_tritonclient tritonclient_test reference 240"
       "serve_bad_input bad_input_test integration 180"
+      "serve_http_framing http_framing_test integration 240"
       "serve_perf_analyzer perf_analyzer_test reference 300"
       "serve_grpc grpc_test reference 400"
       "serve_grpc_proto grpc_proto_test reference 60"

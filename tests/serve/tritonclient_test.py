@@ -197,6 +197,19 @@ def server_none(args, c: sc.Checks, repo: Path, work: Path) -> None:
         r = cl.infer("two_outputs", make_inputs("two_outputs", sample_inputs("two_outputs", 2, 5), False))
         compare(c, "two_outputs, outputs omitted", r, "two_outputs", sample_inputs("two_outputs", 2, 5), repo)
 
+        # The classification extension: the top 3 of each item as "score:index:label", against torch.
+        want = sc.reference("fp32", arrays, repo)[0]
+        for binary in (False, True):
+            r = cl.infer("fp32", make_inputs("fp32", arrays, binary),
+                         outputs=[httpclient.InferRequestedOutput("OUTPUT__0", binary_data=binary, class_count=3)])
+            got = r.as_numpy("OUTPUT__0")
+            expected = [[f"{float(row[i]):f}:{i}:{sc.LABELS['fp32'][i]}".encode()
+                         for i in sorted(range(len(row)), key=lambda i: (-row[i], i))[:3]] for row in want]
+            c.check(got is not None and got.shape == (2, 3) and
+                    [[x if isinstance(x, bytes) else str(x).encode() for x in g] for g in got] == expected,
+                    f"classification ({'binary' if binary else 'json'}): {got!r} != {expected!r}")
+        c.check("classification" in ext, f"extension 'classification' not advertised: {ext}")
+
         # Request id echo; one output of two.
         r = cl.infer("fp32", make_inputs("fp32", arrays, True), request_id="req-42/\u00e9")
         c.check(r.get_response().get("id") == "req-42/\u00e9", f"request id echo: {r.get_response().get('id')!r}")

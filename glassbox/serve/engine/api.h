@@ -106,6 +106,9 @@ std::optional<monitor::RawTensor> monitor_tensor(const Tensor& t);
 struct RequestedOutput {
   std::string name;
   bool binary = false;  // the front end's concern (binary_data); carried through untouched
+  // The classification extension: > 0 answers this output with its top class_count entries per
+  // batch item as BYTES "score:index:label" (classification.h) instead of the scores.
+  std::uint32_t class_count = 0;
 };
 
 struct InferRequest {
@@ -150,7 +153,7 @@ struct ModelMetadata {
 struct ServerMetadata {
   std::string name = "glassbox";
   std::string version;                  // glassbox's version
-  std::vector<std::string> extensions;  // "classification"? only what is complete
+  std::vector<std::string> extensions;  // only what is complete
 };
 
 // Statistics extension (GET /v2/models/NAME/stats), Triton's field meanings.

@@ -162,7 +162,8 @@ class RepositoryEngine final : public Engine {
     ServerMetadata m;
     m.name = "glassbox";
     m.version = kGlassboxVersion;
-    m.extensions = {"binary_tensor_data", "model_repository", "model_configuration", "schedule_policy", "statistics"};
+    m.extensions = {"binary_tensor_data",  "classification",  "model_repository",
+                    "model_configuration", "schedule_policy", "statistics"};
     return m;
   }
 
@@ -277,12 +278,11 @@ class RepositoryEngine final : public Engine {
       std::shared_lock lock(mu_);
       for (const auto& [name, s] : models_) sources.emplace_back(name, s->ready);
     } else if (version == 0) {
+      // Every ready version; a model with none is an error, as for inference (Triton's answer),
+      // not an empty list a dashboard would read as "idle".
       const std::shared_ptr<const ModelState> s = find(model);
-      if (s) {
-        sources.emplace_back(model, s->ready);
-      } else if (!has_directory(model)) {
-        throw unknown_model(model);
-      }
+      if (!s || s->ready.empty()) resolve(model, 0);  // throws: unknown, unloaded, or failed
+      sources.emplace_back(model, s->ready);
     } else {
       const Target t = resolve(model, version);
       sources.push_back({model, {{t.version, t.runner}}});
@@ -564,6 +564,7 @@ class RepositoryEngine final : public Engine {
     bo.default_intra_op_threads = options_.default_intra_op_threads;
     RunnerOptions ro;
     ro.split_large_requests = options_.split_large_requests;
+    ro.labels = entry.labels;
     for (std::int64_t v : versions) {
       const auto t0 = Clock::now();
       try {

@@ -447,6 +447,9 @@ TEST(Engine, ExplicitModeLoadUnloadReloadWithConfigOverride) {
   ASSERT_TRUE(o.error);
   EXPECT_EQ(o.error->code(), ErrorCode::kFailedPrecondition);
   EXPECT_EQ(o.error->message(), "Request for unknown model: 'b' has no available versions");
+  // Statistics of a model with no available version are an error (Triton's), not an empty list.
+  EXPECT_EQ(error_of([&] { engine->statistics("b", 0); }).message(),
+            "Request for unknown model: 'b' has no available versions");
 
   engine->load_model("b", "");
   EXPECT_EQ(engine->model_metadata("b", 0).versions, (std::vector<std::string>{"2"}));

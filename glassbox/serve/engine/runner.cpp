@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "glassbox/serve/engine/batcher.h"
+#include "glassbox/serve/engine/classification.h"
 #include "glassbox/serve/engine/stats.h"
 #include "glassbox/serve/engine/validate.h"
 
@@ -125,6 +126,7 @@ struct ModelRunner::Impl {
         backend(std::move(backend)),
         split(split_option(config, options.split_large_requests)),
         validator(config, split),
+        labels(options.labels),
         queue(BatchPolicy::from_config(config)),
         stats(config.name(), version),
         monitor(options.monitor),
@@ -139,6 +141,7 @@ struct ModelRunner::Impl {
   const std::shared_ptr<Backend> backend;
   const bool split;
   const RequestValidator validator;
+  const std::map<std::string, std::vector<std::string>> labels;  // classification
 
   mutable std::mutex mu;
   std::condition_variable work_cv;     // instance threads: a request was queued, or stop
@@ -218,7 +221,15 @@ struct ModelRunner::Impl {
     } else {
       r.outputs.reserve(request.outputs.size());
       for (const RequestedOutput& o : request.outputs) {
-        r.outputs.push_back(std::move(all[static_cast<std::size_t>(validator.output_index(o.name))]));
+        Tensor& t = all[static_cast<std::size_t>(validator.output_index(o.name))];
+        if (o.class_count == 0) {
+          r.outputs.push_back(std::move(t));
+          continue;
+        }
+        static const std::vector<std::string> kNoLabels;
+        const auto it = labels.find(o.name);
+        r.outputs.push_back(
+            classify(t, o.class_count, it == labels.end() ? kNoLabels : it->second, validator.max_batch_size() > 0));
       }
     }
     r.requested = std::move(request.outputs);

@@ -34,6 +34,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 
 #include "glassbox/export/model_config.h"
@@ -48,6 +49,9 @@ struct RunnerOptions {
   // When set, each executed batch's sampled requests (the profile's input, the class scores, the
   // latency) are handed to the monitor in one call, on the instance thread, after their answers.
   std::shared_ptr<monitor::ModelMonitor> monitor = nullptr;
+  // Output name -> its label file's lines (config label_filename): the classification extension's
+  // labels.
+  std::map<std::string, std::vector<std::string>> labels = {};
 };
 
 class ModelRunner {

@@ -69,7 +69,7 @@ RequestValidator::RequestValidator(const triton::ModelConfig& config, bool allow
     inputs_.push_back(std::move(i));
   }
   for (const triton::ModelOutput& out : config.output()) {
-    config_datatype(out.data_type(), model_, out.name());
+    output_types_.push_back(config_datatype(out.data_type(), model_, out.name()));
     outputs_.push_back(out.name());
   }
 }
@@ -130,10 +130,17 @@ void RequestValidator::check_inputs(InferRequest& request) const {
 void RequestValidator::check_outputs(const InferRequest& request) const {
   const std::vector<RequestedOutput>& wanted = request.outputs;
   for (const RequestedOutput& o : wanted) {
-    if (output_index(o.name) < 0) {
+    const int index = output_index(o.name);
+    if (index < 0) {
       invalid("unexpected inference output '" + o.name + "' for model '" + model_ + "'. Expected one of " +
                   name_list(outputs_, [](const std::string& s) -> const std::string& { return s; }),
               std::string("request outputs by the names GET /v2/models/") + model_ + " lists, or omit \"outputs\"");
+    }
+    const DataType type = output_types_[static_cast<std::size_t>(index)];
+    if (o.class_count > 0 && (type == DataType::kBytes || type == DataType::kBool)) {
+      invalid("classification of output '" + o.name + "' of model '" + model_ + "' needs numeric scores, got " +
+                  datatype_name(type),
+              std::string("ask for classification only on an output of scores"));
     }
     const auto n =
         std::count_if(wanted.begin(), wanted.end(), [&](const RequestedOutput& r) { return r.name == o.name; });

@@ -83,6 +83,7 @@ class RequestValidator {
   std::vector<Input> inputs_;
   std::size_t required_ = 0;
   std::vector<std::string> outputs_;
+  std::vector<DataType> output_types_;
   bool keyed_ = false;  // some input is in the key
 };
 

@@ -53,19 +53,23 @@ bool parse_size(std::string_view s, std::size_t& n) {
   return true;
 }
 
-// Writes JSON scalars of one datatype into little-endian bytes.
+// Writes JSON scalars of one datatype into little-endian bytes, appending: the buffer grows with
+// the values actually sent, never from what the shape claims (a 90-byte request can claim 2^48).
 class DataWriter {
  public:
-  DataWriter(DataType type, std::int64_t count, const std::string& input, const std::string& model)
-      : type_(type), input_(input), model_(model) {
-    if (type != DataType::kBytes) out_.resize(static_cast<std::size_t>(count) * element_size(type));
+  DataWriter(DataType type, const std::string& input, const std::string& model)
+      : type_(type), input_(input), model_(model) {}
+
+  // Room for `count` values: call only once the data is known to hold that many.
+  void reserve(std::int64_t count) {
+    if (type_ != DataType::kBytes) out_.reserve(static_cast<std::size_t>(count) * element_size(type_));
   }
 
   void put(const json& v) {
     switch (type_) {
       case DataType::kBool:
         if (!v.is_boolean()) wrong(v, "true or false (BOOL)");
-        out_[index_] = v.get<bool>() ? 1 : 0;
+        out_.push_back(v.get<bool>() ? 1 : 0);
         break;
       case DataType::kUint8: integer<std::uint8_t>(v); break;
       case DataType::kUint16: integer<std::uint16_t>(v); break;
@@ -112,7 +116,7 @@ class DataWriter {
 
   template <typename T>
   void store(T value) {
-    std::memcpy(out_.data() + index_ * sizeof(T), &value, sizeof(T));
+    out_.append(reinterpret_cast<const char*>(&value), sizeof(T));
   }
 
   double number(const json& v) const {
@@ -190,7 +194,7 @@ std::string json_data(const json& data, DataType type, const std::vector<std::in
     bad("'data' of " + of(input, model) + " must be an array, got " + data.type_name(),
         std::string("send the values as a flat (row-major) or nested JSON array"));
   }
-  DataWriter writer(type, count, input, model);
+  DataWriter writer(type, input, model);
   const bool nested = !data.empty() && data.front().is_array();
   if (nested && !shape.empty()) {
     walk_nested(data, shape, 0, writer, input, model);
@@ -201,6 +205,7 @@ std::string json_data(const json& data, DataType type, const std::vector<std::in
             shape_string(shape) + " needs " + std::to_string(count),
         std::string("send exactly as many values as the shape's dimensions multiply to"));
   }
+  writer.reserve(count);
   for (const json& v : data) {
     if (v.is_array() || v.is_object()) {
       bad("'data' of " + of(input, model) + " mixes values and arrays",
@@ -339,13 +344,16 @@ void parse_outputs(const json& outputs, const std::string& model, DecodedInfer& 
           }
           r.binary = v.get<bool>();
         } else if (key == "classification") {
-          bad("output '" + r.name + "' of model '" + model +
-                  "' asks for classification, an extension glassbox serve does not support",
-              std::string("drop parameters.classification and rank the scores on the client (the labels are in the "
-                          "model's repository folder)"));
+          // The classification extension: the top N entries as "score:index:label" strings.
+          if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > UINT32_MAX) {
+            bad("parameter 'classification' of output '" + r.name + "' of model '" + model +
+                    "' must be a non-negative integer (the number of top classes), got " + brief(v),
+                std::string("e.g. \"parameters\": {\"classification\": 3}"));
+          }
+          r.class_count = static_cast<std::uint32_t>(v.get<std::int64_t>());
         } else {
           bad("unknown parameter '" + key + "' for output '" + r.name + "' of model '" + model + "'",
-              std::string("an output accepts only parameters.binary_data"));
+              std::string("an output accepts only parameters.binary_data and parameters.classification"));
         }
       }
     }
@@ -386,6 +394,13 @@ json parse_json_body(std::string_view text, int max_depth, std::string_view what
     if (close != std::string::npos) reason = reason.substr(close + 2);
     bad("malformed JSON in " + std::string(what) + " at byte " + std::to_string(e.byte) + ": " + reason,
         std::string("send valid JSON"));
+  } catch (const json::out_of_range& e) {
+    // A number literal beyond a double's range ("1e999") is out_of_range 406, not a parse_error.
+    std::string reason = e.what();
+    const auto close = reason.find("] ");
+    if (close != std::string::npos) reason = reason.substr(close + 2);
+    bad("malformed JSON in " + std::string(what) + ": " + reason,
+        std::string("send numbers within the range of a double (+-1.8e308)"));
   }
 }
 

@@ -59,6 +59,10 @@ nlohmann::json parse_json(std::string_view text, int max_depth, std::string_view
 
 // Appends `s` as a JSON string literal (quotes included) to `out`.
 void append_json_string(std::string& out, std::string_view s);
+// As append_json_string, for text that may quote untrusted bytes (error messages): a byte that is
+// not part of a valid UTF-8 sequence (RFC 3629: no overlong forms, no surrogates) is written as
+// the four characters \xNN, so the literal is always valid UTF-8.
+void append_json_text(std::string& out, std::string_view s);
 // Appends a JSON number that reads back as exactly `v`; null for NaN and infinities.
 void append_json_number(std::string& out, double v);
 void append_json_number(std::string& out, float v);

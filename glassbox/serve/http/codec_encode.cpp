@@ -103,6 +103,33 @@ void append_data(std::string& out, const Tensor& t, const std::string& model) {
   out += ']';
 }
 
+// The length of the valid UTF-8 sequence at s[i] (1..4), or 0 when s[i] does not start one.
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;  // no overlong forms
+    if (c == 0xED) hi = 0x9F;  // no surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;  // at most U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + n > s.size() || b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
+    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
+  }
+  return n;
+}
+
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view s) {
@@ -130,6 +157,25 @@ void append_json_string(std::string& out, std::string_view s) {
   }
   out.append(s.data() + run, s.size() - run);
   out += '"';
+}
+
+void append_json_text(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string valid;
+  valid.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence_length(s, i);
+    if (n == 0) {
+      const auto c = static_cast<unsigned char>(s[i++]);
+      valid += "\\x";
+      valid += kHex[c >> 4];
+      valid += kHex[c & 0xf];
+      continue;
+    }
+    valid.append(s.data() + i, n);
+    i += n;
+  }
+  append_json_string(out, valid);
 }
 
 void append_json_number(std::string& out, double v) {

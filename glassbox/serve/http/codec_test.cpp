@@ -213,8 +213,16 @@ TEST(Decode, RequestedOutputs) {
             "outputs[0] of the inference request for model 'm' has no 'name'");
   EXPECT_EQ(decode_error(R"({"inputs":[],"outputs":[{"name":"o"},{"name":"o"}]})"),
             "output 'o' is requested twice (model 'm')");
-  EXPECT_EQ(decode_error(R"({"inputs":[],"outputs":[{"name":"o","parameters":{"classification":3}}]})"),
-            "output 'o' of model 'm' asks for classification, an extension glassbox serve does not support");
+  EXPECT_EQ(decode(R"({"inputs":[],"outputs":[{"name":"o","parameters":{"classification":3}}]})")
+                .request.outputs.at(0)
+                .class_count,
+            3u);
+  EXPECT_EQ(decode_error(R"({"inputs":[],"outputs":[{"name":"o","parameters":{"classification":-1}}]})"),
+            "parameter 'classification' of output 'o' of model 'm' must be a non-negative integer (the number of top "
+            "classes), got -1");
+  EXPECT_EQ(decode_error(R"({"inputs":[],"outputs":[{"name":"o","parameters":{"classification":"3"}}]})"),
+            "parameter 'classification' of output 'o' of model 'm' must be a non-negative integer (the number of top "
+            "classes), got \"3\"");
   EXPECT_EQ(decode_error(R"({"inputs":[],"outputs":[{"name":"o","parameters":{"binary_data_size":3}}]})"),
             "unknown parameter 'binary_data_size' for output 'o' of model 'm'");
   EXPECT_EQ(decode_error(R"({"inputs":[],"outputs":[{"name":"o","parameters":{"binary_data":"yes"}}]})"),
@@ -499,7 +507,7 @@ TEST(Compression, InflatesGzipAndDeflateUnderTheLimit) {
   const std::string truncated = gzip(text).substr(0, 100);
   EXPECT_EQ(http_error_status([&] { decode_content(in(truncated), "gzip", 1 << 20); }, &message), 400);
   EXPECT_EQ(message, "cannot decompress the gzip request body: the compressed data is truncated");
-  EXPECT_EQ(http_error_status([&] { decode_content(in(text), "br", 1 << 20); }, &message), 501);
+  EXPECT_EQ(http_error_status([&] { decode_content(in(text), "br", 1 << 20); }, &message), 415);
   EXPECT_EQ(message, "unsupported Content-Encoding 'br'");
 }
 

@@ -91,8 +91,9 @@ std::shared_ptr<const std::string> decode_content(std::shared_ptr<const std::str
   if (coding.empty() || coding == "identity") return body;
   const bool is_gzip = coding == "gzip" || coding == "x-gzip";
   if (!is_gzip && coding != "deflate") {
-    throw Error(ErrorCode::kUnimplemented, "unsupported Content-Encoding '" + std::string(encoding) + "'",
-                "send the body uncompressed, or with gzip or deflate");
+    // RFC 9110 §15.5.16: 415, with Accept-Encoding naming the codings that would do (error_response).
+    throw HttpError(415, "unsupported Content-Encoding '" + std::string(encoding.substr(0, 80)) + "'",
+                    "send the body uncompressed, or with gzip or deflate");
   }
   const std::string_view in = body ? std::string_view(*body) : std::string_view();
   auto out = std::make_shared<std::string>();

@@ -17,7 +17,7 @@ namespace glassbox::serve {
 // `encoding`: the Content-Encoding header ("" or "identity": `body` itself; "gzip"/"x-gzip";
 // "deflate": zlib format, or raw deflate as some clients send). Throws HttpError 413 when the
 // inflated body exceeds `max_bytes`, InvalidArgument (400) for corrupt or truncated data,
-// Unimplemented (501) "unsupported Content-Encoding 'br'" for other codings.
+// HttpError 415 "unsupported Content-Encoding 'br'" for other codings.
 std::shared_ptr<const std::string> decode_content(std::shared_ptr<const std::string> body, std::string_view encoding,
                                                   std::size_t max_bytes);
 

@@ -33,6 +33,10 @@ void HttpOptions::validate() const {
            std::string("pass --busy-poll-us N (0: I/O threads sleep at once)"));
   GB_CHECK(idle_timeout.count() > 0, InvalidArgument,
            "idle_timeout must be positive, got " << idle_timeout.count() << " s", std::string("use the default, 60 s"));
+  GB_CHECK(header_timeout.count() > 0 && body_timeout.count() > 0, InvalidArgument,
+           "the request header and body timeouts must be positive, got " << header_timeout.count() << " ms and "
+                                                                         << body_timeout.count() << " ms",
+           std::string("pass --request-header-timeout / --request-body-timeout in seconds (default 20)"));
   GB_CHECK(max_header_bytes >= 1024, InvalidArgument,
            "max_header_bytes must be at least 1024, got " << max_header_bytes, std::string("use the default, 64 KiB"));
 }

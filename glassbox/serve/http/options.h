@@ -31,7 +31,16 @@ struct HttpOptions {
   bool protect_inference = false;  // also require the key for infer / metadata
   MetricNames metric_names = MetricNames::kPrometheus;
   std::chrono::seconds idle_timeout{60};    // keep-alive connections idle longer are closed
-  std::size_t max_header_bytes = 64 << 10;  // request line + header fields -> 431 beyond
+  std::size_t max_header_bytes = 64 << 10;  // the whole request head (line + fields) -> 431 beyond
+  // Slow clients. Waiting for a request's first byte is idle_timeout's; from that byte on, the
+  // head must be complete within header_timeout, extended by 1 s for every min_request_rate bytes
+  // received up to twice header_timeout; the body likewise within body_timeout, extended by 1 s per
+  // min_request_rate bytes without a cap. A client that falls behind gets 408 and is disconnected;
+  // the others are not affected (each connection has its own deadline). min_request_rate 0: no
+  // extension.
+  std::chrono::milliseconds header_timeout{20000};
+  std::chrono::milliseconds body_timeout{20000};
+  std::size_t min_request_rate = 500;  // bytes per second
   // After its last handler an I/O thread polls for this long before it sleeps in epoll_wait, so a
   // reply posted by a model instance finds it awake: waking a sleeping thread on another core costs
   // the waker 2-50 us (50 on some VMs, where the instance then cannot start the next batch).

@@ -167,6 +167,17 @@ std::int64_t parse_version(std::string_view v, const std::string& model) {
   return n;
 }
 
+// The error for an explicit version 0: unknown model (400) as the engine words it, else 404.
+Error no_version_zero(const Engine& engine, const std::string& model) {
+  for (const IndexEntry& e : engine.repository_index(false)) {
+    if (e.name == model) {
+      return Error(ErrorCode::kNotFound, "Request for unknown model: '" + model + "' version 0 is not found",
+                   "versions are numbered from 1; leave /versions/N out for the latest ready version");
+    }
+  }
+  return Error(ErrorCode::kInvalidArgument, "Request for unknown model: '" + model + "' is not found");
+}
+
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json tensor_specs(const std::vector<TensorSpec>& specs) {
@@ -252,14 +263,16 @@ HttpResponse json_error(int status, std::string_view message) {
   r.content_type = "application/json";
   r.body.reserve(message.size() + 16);
   r.body = "{\"error\":";
-  append_json_string(r.body, message);
+  append_json_text(r.body, message);
   r.body += '}';
   return r;
 }
 
 HttpResponse error_response(const Error& error) {
   const auto* http = dynamic_cast<const HttpError*>(&error);
-  return json_error(http ? http->status() : http_status(error.code()), error.one_line());
+  HttpResponse r = json_error(http ? http->status() : http_status(error.code()), error.one_line());
+  if (r.status == 415) r.accept_encoding = "gzip, deflate";  // the content codings a request may use
+  return r;
 }
 
 HttpResponse json_response(std::string body, int status) {
@@ -297,9 +310,10 @@ void Router::handle(const HttpRequest& req, Reply reply) const {
   const Method allowed = method_of(route.kind);
   // HEAD is GET without the body (the server leaves the body out).
   if (req.method != allowed && !(req.method == Method::kHead && allowed == Method::kGet)) {
-    HttpResponse r =
-        json_error(405, std::string(method_name(req.method)) + " is not allowed on " +
-                            std::string(req.target.substr(0, req.target.find('?'))) + "; use " + method_name(allowed));
+    HttpResponse r = json_error(
+        405, (req.method_name.empty() ? std::string(method_name(req.method)) : std::string(req.method_name)) +
+                 " is not allowed on " + std::string(req.target.substr(0, req.target.find('?'))) + "; use " +
+                 method_name(allowed));
     r.allow = allowed == Method::kGet ? "GET, HEAD" : method_name(allowed);
     return reply(std::move(r));
   }
@@ -316,6 +330,13 @@ void Router::handle(const HttpRequest& req, Reply reply) const {
   try {
     const std::string model = percent_decode(route.model);
     const std::int64_t version = parse_version(route.version, model);
+    // Versions are numbered from 1; the engine's version 0 means "the latest", which only a route
+    // without /versions/N asks for (Triton: version 0 does not exist).
+    if (version == 0 && !route.version.empty()) {
+      if (route.kind == Kind::kModelReady)
+        return reply(json_error(400, "model '" + model + "' version 0 is not ready"));
+      throw no_version_zero(engine_, model);
+    }
     switch (route.kind) {
       case Kind::kLive: return reply(engine_.live() ? empty_response() : json_error(400, "server is not live"));
       case Kind::kReady: return reply(engine_.ready() ? empty_response() : json_error(400, "server is not ready"));

@@ -41,6 +41,7 @@ enum class Method { kGet, kHead, kPost, kPut, kDelete, kOther };
 // shared so that binary input tensors can view into it after handle() returns.
 struct HttpRequest {
   Method method = Method::kGet;
+  std::string_view method_name;    // as received ("OPTIONS"); empty: the name of `method`
   std::string_view target;         // path and optional query, as received
   std::string_view authorization;  // header values; empty when absent
   std::string_view x_api_key;
@@ -57,6 +58,7 @@ struct HttpResponse {
   std::optional<std::size_t> inference_header_length;
   std::string allow;             // 405: the allowed method
   std::string content_encoding;  // "gzip" when the body was compressed
+  std::string accept_encoding;   // 415 for a request's content coding: the codings accepted
   bool close = false;            // answer with Connection: close and close the connection
 };
 using Reply = std::function<void(HttpResponse)>;

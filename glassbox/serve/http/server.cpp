@@ -9,9 +9,15 @@
 // server. `Core` (the session registry) is declared before the io_context in Impl: sessions still
 // queued in the io_context are destroyed with it and unregister themselves from a live Core.
 //
-// Timeouts. Each I/O step (read a request, write a response, linger) stores a deadline in an
-// atomic; one sweeper timer closes the sessions past theirs. That costs no timer syscall per
-// request (Beast's per-operation timers cost two). A request held by the engine has no deadline.
+// Reading. The session reads with async_read_some and feeds RequestParser (request_parser.h: the
+// framing rules of RFC 9110/9112), so each read can move the request's deadline: waiting for the
+// first byte is idle_timeout's; the head and then the body each have their own allowance, extended
+// by the bytes received (HttpOptions). A request that cannot be framed is answered and the
+// connection closed; so is one that arrives too slowly (408).
+//
+// Timeouts. Each I/O step (read, write a response, linger) stores a deadline in an atomic; one
+// sweeper timer acts on the sessions past theirs. That costs no timer syscall per request (Beast's
+// per-operation timers cost two). A request held by the engine has no deadline.
 #include "glassbox/serve/http/server.h"
 
 #include <algorithm>
@@ -30,12 +36,14 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
 #include "glassbox/base/error.h"
 #include "glassbox/serve/http/io_pool.h"
 #include "glassbox/serve/http/metrics.h"
+#include "glassbox/serve/http/request_parser.h"
 #include "glassbox/serve/http/routes.h"
 
 namespace glassbox::serve {
@@ -80,19 +88,6 @@ struct Core {
   std::unordered_set<Session*> sessions;  // registered in start(), removed by ~Session
 };
 
-std::string_view sv(beast::string_view s) { return {s.data(), s.size()}; }
-
-Method method_of(http::verb v) {
-  switch (v) {
-    case http::verb::get: return Method::kGet;
-    case http::verb::head: return Method::kHead;
-    case http::verb::post: return Method::kPost;
-    case http::verb::put: return Method::kPut;
-    case http::verb::delete_: return Method::kDelete;
-    default: return Method::kOther;
-  }
-}
-
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, Core& core, const Handler& handler)
@@ -110,7 +105,7 @@ class Session : public std::enable_shared_from_this<Session> {
       std::lock_guard lock(core_.mu);
       core_.sessions.insert(this);
     }
-    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->next_request(); });
   }
 
   // stop(): an idle connection closes; one whose request is arriving or being answered closes after
@@ -140,76 +135,135 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   enum class State { kReading, kBusy, kWriting, kClosed };
+  // While reading: waiting for a request's first byte (idle_timeout), its head, or its body (each
+  // with its own deadline, extended by the bytes received).
+  enum class Phase { kIdle, kHead, kBody };
   static constexpr std::size_t kBufferBytes = 4 << 10;   // a connection's read buffer
   static constexpr std::size_t kMaxReadAhead = 8 << 20;  // room made for a large body
 
+  using Clock = std::chrono::steady_clock;
   // The sweeper (HttpServer::Impl) closes a session whose deadline passed; 0: no deadline (the
   // engine holds the request). One atomic store per I/O step instead of a timer syscall.
-  void arm(std::chrono::steady_clock::duration d = {}) {
-    if (d == std::chrono::steady_clock::duration{}) d = core_.options.idle_timeout;
-    deadline_.store((std::chrono::steady_clock::now() + d).time_since_epoch().count(), std::memory_order_relaxed);
-  }
+  void arm_at(Clock::time_point t) { deadline_.store(t.time_since_epoch().count(), std::memory_order_relaxed); }
+  void arm(Clock::duration d) { arm_at(Clock::now() + d); }
   void disarm() { deadline_.store(0, std::memory_order_relaxed); }
+
+  // The deadline of the phase a request is in: its allowance from the phase's start, plus 1 s for
+  // every min_request_rate bytes received in it (the head's capped at twice its allowance).
+  void arm_phase() {
+    const HttpOptions& o = core_.options;
+    const Clock::duration base = phase_ == Phase::kHead ? Clock::duration(o.header_timeout) : o.body_timeout;
+    Clock::duration extra{};
+    if (o.min_request_rate > 0) {
+      extra = std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(static_cast<double>(phase_bytes_) / static_cast<double>(o.min_request_rate)));
+      if (phase_ == Phase::kHead) extra = std::min(extra, base);
+    }
+    arm_at(phase_start_ + base + extra);
+  }
 
  public:
   bool overdue(std::int64_t now) const {
     const std::int64_t d = deadline_.load(std::memory_order_relaxed);
     return d != 0 && d <= now;
   }
-  // Sweeper: close if the deadline still stands once on the session's thread (an idle connection
-  // as begin_stop() closes it).
+  // Sweeper: act if the deadline still stands once on the session's thread. An idle connection
+  // closes as begin_stop() closes it; a request arriving too slowly is answered 408 and closed.
   void expire() {
     net::post(socket_.get_executor(), [self = shared_from_this()] {
-      if (!self->overdue(std::chrono::steady_clock::now().time_since_epoch().count())) return;
-      if (self->state_ == State::kReading && !self->linger_ && !self->arriving()) return self->close_if_idle();
+      if (!self->overdue(Clock::now().time_since_epoch().count())) return;
+      if (self->state_ == State::kReading && !self->linger_) {
+        if (self->phase_ == Phase::kIdle && !self->arriving()) return self->close_if_idle();
+        if (self->phase_ != Phase::kIdle) {
+          self->timed_out_ = true;  // on_read_error() answers once the read is cancelled
+          beast::error_code ignored;
+          self->socket_.cancel(ignored);
+          return;
+        }
+      }
       self->close();
     });
   }
 
  private:
-  void read_header() {
+  void next_request() {
     state_ = State::kReading;
     close_if_idle_ = false;
-    parser_.emplace();
-    parser_->body_limit(core_.options.max_body_bytes);
-    parser_->header_limit(static_cast<std::uint32_t>(core_.options.max_header_bytes));
-    arm();
-    http::async_read_header(socket_, buffer_, *parser_,
-                            beast::bind_front_handler(&Session::on_header, shared_from_this()));
+    timed_out_ = false;
+    parser_.emplace(ParserLimits{core_.options.max_header_bytes, core_.options.max_body_bytes});
+    phase_ = Phase::kIdle;
+    phase_bytes_ = 0;
+    arm(core_.options.idle_timeout);
+    if (buffer_.size() > 0) {  // a pipelined request's bytes arrived with the previous one
+      begin_phase(Phase::kHead, 0);
+      return parse();
+    }
+    read_some();
     // Stopping (a connection accepted, or a response promised keep-alive, just before): a request
     // already sent is read and answered, an idle connection closes.
     if (core_.stopping.load()) close_if_idle();
   }
 
-  void on_header(beast::error_code ec, std::size_t) {
-    if (ec) return on_read_error(ec);
-    auto& req = parser_->get();
-    // Beast reads at most the buffer's free capacity (at least 512 bytes) per receive: make room for
-    // a large body up front, so it arrives in few reads (shrunk again after the request).
-    if (const auto n = parser_->content_length(); n && *n > buffer_.capacity() - buffer_.size()) {
-      buffer_.reserve(buffer_.size() + static_cast<std::size_t>(std::min<std::uint64_t>(*n, kMaxReadAhead)));
-    }
-    if (!parser_->is_done() && beast::iequals(req[http::field::expect], "100-continue")) {
-      continue_ = http::response<http::empty_body>(http::status::continue_, req.version());
-      arm();
-      http::async_write(socket_, continue_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        if (ec) return self->close();
-        self->read_body();
-      });
-      return;
-    }
-    read_body();
+  void begin_phase(Phase p, std::size_t bytes) {
+    phase_ = p;
+    phase_start_ = Clock::now();
+    phase_bytes_ = bytes;
   }
 
-  void read_body() {
-    if (parser_->is_done()) return on_body({}, 0);
-    arm();
-    http::async_read(socket_, buffer_, *parser_, beast::bind_front_handler(&Session::on_body, shared_from_this()));
+  void read_some() {
+    std::size_t n = kBufferBytes;
+    if (parser_->head_done()) {  // the body: room for what is declared (bounded), or 64 KiB of chunks
+      const auto declared = parser_->declared_length();
+      const std::uint64_t have = parser_->request().body.size();
+      n = declared ? static_cast<std::size_t>(std::clamp<std::uint64_t>(*declared > have ? *declared - have : 0,
+                                                                        kBufferBytes, kMaxReadAhead))
+                   : std::size_t{64} << 10;
+    }
+    socket_.async_read_some(buffer_.prepare(n), beast::bind_front_handler(&Session::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, std::size_t n) {
+    if (ec) return on_read_error(ec);
+    buffer_.commit(n);
+    if (phase_ == Phase::kIdle) begin_phase(Phase::kHead, 0);
+    phase_bytes_ += n;
+    parse();
+  }
+
+  // Feeds what is buffered to the parser; reads more, answers a framing error, or hands the
+  // request to the handler.
+  void parse() {
+    while (true) {
+      const auto data = buffer_.data();
+      const std::size_t used = parser_->put(std::string_view(static_cast<const char*>(data.data()), data.size()));
+      buffer_.consume(used);
+      if (const auto& f = parser_->failure()) return fail(json_error(f->status, f->message));
+      if (parser_->done()) return dispatch();
+      if (parser_->head_done() && phase_ == Phase::kHead) {
+        begin_phase(Phase::kBody, buffer_.size());
+        if (parser_->request().expect_continue) return send_continue();
+      }
+      if (used == 0 || buffer_.size() == 0) break;
+    }
+    arm_phase();
+    read_some();
+  }
+
+  // Expect: 100-continue: the interim answer, then the body.
+  void send_continue() {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    arm(core_.options.idle_timeout);
+    net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       if (ec) return self->close();
+                       self->begin_phase(Phase::kBody, self->buffer_.size());
+                       self->parse();
+                     });
   }
 
   bool arriving() {
     beast::error_code ec;
-    return (parser_ && parser_->got_some()) || buffer_.size() > 0 || socket_.available(ec) > 0;
+    return (parser_ && parser_->started()) || buffer_.size() > 0 || socket_.available(ec) > 0;
   }
   // Closing a socket whose read is pending would lose a request the reactor has just read (its
   // completion queued behind this handler): cancel the read instead; on_read_error() closes if the
@@ -221,54 +275,57 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_read_error(beast::error_code ec) {
+    if (ec == net::error::operation_aborted && timed_out_ && state_ == State::kReading && !linger_) {
+      timed_out_ = false;
+      const bool head = phase_ == Phase::kHead;
+      const auto& o = core_.options;
+      return fail(
+          json_error(408, std::string(head ? "the request head" : "the request body") + " did not arrive in time (" +
+                              std::to_string((head ? o.header_timeout : o.body_timeout).count()) +
+                              " ms, extended by 1 s per " + std::to_string(o.min_request_rate) + " bytes received)"));
+    }
     if (ec == net::error::operation_aborted && close_if_idle_ && state_ == State::kReading && !linger_) {
       close_if_idle_ = false;
       if (!arriving()) return close();  // idle: nothing came before the cancel
-      arm();
-      if (!parser_->is_header_done()) {
-        http::async_read_header(socket_, buffer_, *parser_,
-                                beast::bind_front_handler(&Session::on_header, shared_from_this()));
-      } else {
-        http::async_read(socket_, buffer_, *parser_, beast::bind_front_handler(&Session::on_body, shared_from_this()));
-      }
-      return;
-    }
-    const std::size_t limit = core_.options.max_body_bytes;
-    if (ec == http::error::body_limit) {
-      return fail(json_error(413, "request body is larger than the limit of " + std::to_string(limit) +
-                                      " bytes (hint: send a smaller request, or raise the server's --max-body-mib)"));
-    }
-    if (ec == http::error::header_limit) {
-      return fail(json_error(431, "request header fields are larger than the limit of " +
-                                      std::to_string(core_.options.max_header_bytes) + " bytes"));
-    }
-    if (ec.category() == beast::error_code(http::error::end_of_stream).category() && ec != http::error::end_of_stream &&
-        ec != http::error::partial_message) {
-      return fail(json_error(400, "malformed HTTP request: " + ec.message()));
+      if (phase_ == Phase::kIdle) begin_phase(Phase::kHead, 0);
+      if (buffer_.size() > 0) return parse();
+      arm_phase();
+      return read_some();
     }
     close();  // end of stream, timeout, reset, cancelled: nothing to answer
   }
 
-  void on_body(beast::error_code ec, std::size_t) {
-    if (ec) return on_read_error(ec);
+  static Method method_of(std::string_view m) {
+    switch (http::string_to_verb(beast::string_view(m.data(), m.size()))) {
+      case http::verb::get: return Method::kGet;
+      case http::verb::head: return Method::kHead;
+      case http::verb::post: return Method::kPost;
+      case http::verb::put: return Method::kPut;
+      case http::verb::delete_: return Method::kDelete;
+      default: return Method::kOther;
+    }
+    return Method::kOther;
+  }
+
+  void dispatch() {
     if (buffer_.capacity() > 4 * kBufferBytes && buffer_.size() == 0) {  // after a large body
       buffer_.shrink_to_fit();
       buffer_.reserve(kBufferBytes);
     }
-    auto& req = parser_->get();
-    keep_alive_ = req.keep_alive();
-    version_ = req.version();
-    head_ = req.method() == http::verb::head;
+    ParsedRequest& req = parser_->request();
+    keep_alive_ = req.keep_alive;
+    version_ = req.version;
     HttpRequest r;
-    r.method = method_of(req.method());
-    r.target = sv(req.target());
-    r.authorization = sv(req[http::field::authorization]);
-    r.x_api_key = sv(req["X-API-Key"]);
-    r.content_encoding = sv(req[http::field::content_encoding]);
-    r.accept_encoding = sv(req[http::field::accept_encoding]);
-    if (auto it = req.find("Inference-Header-Content-Length"); it != req.end())
-      r.inference_header_length = sv(it->value());
-    if (!req.body().empty()) r.body = std::make_shared<const std::string>(std::move(req.body()));
+    r.method = method_of(req.method);
+    head_ = r.method == Method::kHead;
+    r.method_name = req.method;
+    r.target = req.target;
+    r.authorization = req.authorization;
+    r.x_api_key = req.x_api_key;
+    r.content_encoding = req.content_encoding;
+    r.accept_encoding = req.accept_encoding;
+    if (req.inference_header_length) r.inference_header_length = *req.inference_header_length;
+    if (!req.body.empty()) r.body = std::make_shared<const std::string>(std::move(req.body));
     state_ = State::kBusy;
     disarm();  // the engine's time is the engine's (its queue policy and timeouts)
     self_ = shared_from_this();
@@ -305,11 +362,11 @@ class Session : public std::enable_shared_from_this<Session> {
     write(std::move(response));
   }
 
-  // An error before the request was read whole: answer, then close without reading more.
+  // A request that cannot be framed or read whole: answer, then close without reading more.
   void fail(HttpResponse response) {
     keep_alive_ = false;
     head_ = false;
-    if (parser_ && parser_->is_header_done()) version_ = parser_->get().version();
+    if (parser_ && parser_->head_done()) version_ = parser_->request().version;
     linger_ = true;
     write(std::move(response));
   }
@@ -317,13 +374,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void write(HttpResponse r) {
     state_ = State::kWriting;
     res_ = {};
-    res_.version(version_);
+    res_.version(version_ == 10 ? 10 : 11);
     res_.result(static_cast<unsigned>(r.status));
     if (!r.content_type.empty()) res_.set(http::field::content_type, r.content_type);
     if (r.inference_header_length)
       res_.set("Inference-Header-Content-Length", std::to_string(*r.inference_header_length));
     if (!r.allow.empty()) res_.set(http::field::allow, r.allow);
     if (!r.content_encoding.empty()) res_.set(http::field::content_encoding, r.content_encoding);
+    if (!r.accept_encoding.empty()) res_.set(http::field::accept_encoding, r.accept_encoding);
     close_after_ = r.close || !keep_alive_ || core_.stopping.load();
     res_.keep_alive(!close_after_);
     if (head_) {
@@ -332,7 +390,7 @@ class Session : public std::enable_shared_from_this<Session> {
       res_.body() = std::move(r.body);
       res_.prepare_payload();
     }
-    arm();
+    arm(core_.options.idle_timeout);
     http::async_write(socket_, res_, beast::bind_front_handler(&Session::on_write, shared_from_this()));
   }
 
@@ -341,7 +399,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) return close();
     if (linger_ && !core_.stopping.load()) return linger();
     if (close_after_) return close();
-    read_header();
+    next_request();
   }
 
   // After an error response to a request whose body was not read: stop sending and discard what
@@ -375,13 +433,15 @@ class Session : public std::enable_shared_from_this<Session> {
   Core& core_;
   const Handler& handler_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  http::response<http::empty_body> continue_;
+  std::optional<RequestParser> parser_;
   http::response<http::string_body> res_;
   std::string discard_;
   std::shared_ptr<Session> self_;          // while the handler holds the request
   std::atomic<std::int64_t> deadline_{0};  // steady_clock ticks; 0: none
   State state_ = State::kReading;
+  Phase phase_ = Phase::kIdle;
+  Clock::time_point phase_start_{};
+  std::size_t phase_bytes_ = 0;  // bytes received since the phase began
   std::uint64_t seq_ = 0;
   unsigned version_ = 11;
   bool keep_alive_ = true;
@@ -389,6 +449,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool close_after_ = false;
   bool linger_ = false;
   bool close_if_idle_ = false;  // close_if_idle() cancelled the read
+  bool timed_out_ = false;      // expire() cancelled a slow request's read
 };
 
 class Listener : public std::enable_shared_from_this<Listener> {
@@ -474,8 +535,8 @@ struct HttpServer::Impl {
     }
     return out;
   }
-  // Closes sessions whose deadline passed, then runs again after a tenth of the idle timeout
-  // (50 ms .. 1 s).
+  // Acts on sessions whose deadline passed, then runs again after a tenth of the shortest
+  // timeout (50 ms .. 1 s).
   void sweep() {
     const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
     std::vector<std::shared_ptr<Session>> due;
@@ -488,8 +549,11 @@ struct HttpServer::Impl {
     }
     for (const auto& s : due) s->expire();
     due.clear();
-    const auto period = std::clamp<std::chrono::steady_clock::duration>(
-        core.options.idle_timeout / 10, std::chrono::milliseconds(50), std::chrono::seconds(1));
+    const HttpOptions& o = core.options;
+    const auto shortest =
+        std::min<std::chrono::steady_clock::duration>({o.idle_timeout, o.header_timeout, o.body_timeout});
+    const auto period = std::clamp<std::chrono::steady_clock::duration>(shortest / 10, std::chrono::milliseconds(50),
+                                                                        std::chrono::seconds(1));
     sweeper.expires_after(period);
     sweeper.async_wait([this](beast::error_code ec) {
       if (!ec) sweep();

@@ -403,7 +403,8 @@ TEST_F(ServerTest, CompressedBodies) {
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body, kInferAnswer);
   r = call("POST", "/v2/models/mlp/infer", kInfer, {{"Content-Encoding", "br"}});
-  EXPECT_EQ(r.status, 501);
+  EXPECT_EQ(r.status, 415);
+  EXPECT_EQ(r.header("accept-encoding"), "gzip, deflate");
   EXPECT_EQ(
       r.body,
       R"j({"error":"unsupported Content-Encoding 'br' (hint: send the body uncompressed, or with gzip or deflate)"})j");
