@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "bench/grpc_load.h"
 #include "bench/serve_bench_models.h"
 #include "bench/serve_process.h"
 #include "glassbox/base/error.h"
@@ -183,6 +184,38 @@ json measure_point(const Server& server, const InferSpec& spec, const HttpReques
   return p;
 }
 
+// The served model over gRPC at one concurrency (the same figures as measure_point, no server stats).
+json measure_grpc_point(const Server& server, const std::string& request, int concurrency, const ServeBenchOptions& o,
+                        const Window& w) {
+  GrpcLoadOptions lo;
+  lo.port = server.grpc_port;
+  lo.concurrency = concurrency;
+  lo.threads = o.loadgen_threads;
+  lo.warmup_seconds = w.warmup;
+  lo.seconds = w.seconds;
+  const pid_t pid = server.process->pid();
+  const bool idle = wait_idle(pid, std::chrono::seconds(120));
+  const double cpu0 = process_cpu_seconds(pid);
+  const auto t0 = Clock::now();
+  const LoadResult r = run_grpc_load(request, lo);
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double rate = r.throughput();
+  json p{{"concurrency", concurrency},
+         {"infer_per_s", rate},
+         {"samples_per_s", rate * static_cast<double>(o.request_batch)},
+         {"p50_us", r.latency.percentile_us(50)},
+         {"p90_us", r.latency.percentile_us(90)},
+         {"p99_us", r.latency.percentile_us(99)},
+         {"mean_us", r.latency.mean_us()},
+         {"requests", r.ok},
+         {"failed", r.failed_total},
+         {"loadgen_cpu_cores", r.cpu_cores()},
+         {"server_cpu_cores", (process_cpu_seconds(pid) - cpu0) / wall}};
+  if (!r.first_failure.empty()) p["first_failure"] = r.first_failure;
+  if (!idle) p["server_busy_at_start"] = true;
+  return p;
+}
+
 // Concurrency levels in order until throughput stops rising (two levels less than 3 % above the best so far).
 json sweep(const std::string& mode, const Server& server, const InferSpec& spec, const ServeBenchOptions& o,
            const Window& w, bool server_stats) {
@@ -214,6 +247,36 @@ json sweep(const std::string& mode, const Server& server, const InferSpec& spec,
   result.erase("server");
   result["sweep"] = points;
   if (server_stats && points[0]["concurrency"] == 1) result["server_c1"] = points[0]["server"];
+  return result;
+}
+
+// sweep() over the server's gRPC port.
+json sweep_grpc(const Server& server, const InferSpec& spec, const ServeBenchOptions& o, const Window& w) {
+  const std::string request = grpc_infer_request(spec, o.request_batch, 1);
+  check_grpc_reply("127.0.0.1", server.grpc_port, request, spec, o.request_batch);
+  json points = json::array();
+  json best;
+  int flat = 0;
+  for (int c : o.concurrency) {
+    json p = measure_grpc_point(server, request, c, o, w);
+    if (o.log) {
+      *o.log << fmt::format(
+                    "  {:<10}{:<15} c={:<4} {:>9.0f} infer/s  p50 {:>8.2f} ms  p99 {:>8.2f} ms  failed {}  (client "
+                    "{:.2f} cores, server {:.2f})\n",
+                    "grpc", spec.model, c, p["infer_per_s"].get<double>(), p["p50_us"].get<double>() / 1e3,
+                    p["p99_us"].get<double>() / 1e3, p["failed"].get<std::uint64_t>(),
+                    p["loadgen_cpu_cores"].get<double>(), p["server_cpu_cores"].get<double>())
+             << std::flush;
+    }
+    points.push_back(p);
+    const double t = p["infer_per_s"].get<double>();
+    const bool rising = best.is_null() || t > 1.03 * best["infer_per_s"].get<double>();
+    if (best.is_null() || t > best["infer_per_s"].get<double>()) best = p;
+    flat = rising ? 0 : flat + 1;
+    if (flat == 2) break;
+  }
+  json result = best;
+  result["sweep"] = points;
   return result;
 }
 
@@ -341,19 +404,26 @@ json bench_model(const BenchModel& m, const ServeBenchOptions& o, const fs::path
     unbatched.model += "_unbatched";
     r["unbatched"] = sweep("unbatched", server, unbatched, o, w, true);
     r["monitored"] = monitor_cost(server, m.spec, r["served"]["concurrency"].get<int>(), o, w);
+    if (!o.skip_grpc) r["grpc"] = sweep_grpc(server, m.spec, o, w);
     server.process->terminate();
   }
-  if (!o.skip_python) {
-    const Server server = start_python(m, o, work / ("python-" + m.name + ".log"));
-    r["python"] = sweep("python", server, m.spec, o, w, false);
-    r["python_server"] =
+  // The Python anchors: "python" is FastAPI's key (as before); the others are named after themselves.
+  for (const std::string& anchor : o.skip_python ? std::vector<std::string>{} : o.anchors) {
+    const std::string key = anchor == "fastapi" ? "python" : anchor;
+    const Server server = start_python(anchor, m, o, work / (anchor + "-" + m.name + ".log"));
+    r[key] = sweep(key, server, m.spec, o, w, false);
+    r[key + "_server"] =
         server.banner.substr(server.banner.find('(') + 1, server.banner.rfind(')') - server.banner.find('(') - 1);
     server.process->terminate();
+    r[key == "python" ? "vs_python" : "vs_" + key] = ratio(r, "served", key.c_str());
   }
   r["served_vs_limit"] = ratio(r, "served", "limit");
   r["batching_gain"] = ratio(r, "served", "unbatched");
   if (r.contains("monitored")) r["monitor_vs_plain"] = r["monitored"]["ratio"];
-  if (!o.skip_python) r["vs_python"] = ratio(r, "served", "python");
+  if (r.contains("grpc")) {
+    r["grpc_sps"] = r["grpc"]["samples_per_s"];
+    r["grpc_vs_http"] = ratio(r, "grpc", "served");
+  }
   if (r["served"].contains("server_c1")) r["overhead_us"] = r["served"]["server_c1"]["overhead_us"];
   const json& c1 = r["served"]["sweep"][0];
   if (c1["concurrency"] == 1)
@@ -384,7 +454,12 @@ json goals(const json& models) {
       (*vs_python)["ceiling"] = ceiling;
       (*vs_python)["reachable"] = ceiling >= 5;
     }
-    if (arch == "mlp") add("overhead_us", "<=", 50);
+    if (arch == "mlp") {
+      add("overhead_us", "<=", 50);
+      add("grpc_vs_http", ">=", 1.0);
+      add("vs_litserve", ">=", 3);
+      add("vs_torchserve", ">=", 3);
+    }
     add("monitor_vs_plain", ">=", 0.97);
   }
   return g;
@@ -393,6 +468,9 @@ json goals(const json& models) {
 }  // namespace
 
 void ServeBenchOptions::validate() const {
+  for (const auto& a : anchors)
+    GB_CHECK(a == "fastapi" || a == "litserve" || a == "torchserve", InvalidArgument,
+             "unknown Python anchor '" << a << "'", std::string("use --anchors fastapi,litserve,torchserve"));
   for (const auto& m : models)
     GB_CHECK(m == "mlp" || m == "resnet18", InvalidArgument, "unknown benchmark model '" << m << "'",
              std::string("use --models mlp,resnet18 (or --repository DIR --model NAME)"));
@@ -510,7 +588,7 @@ void print_serve_bench(const json& r, std::ostream& out) {
         "limit", "-", "-", l["samples_per_s"].get<double>(), l["batch_size"].get<std::int64_t>(),
         l.value("samples_per_s_before", 0.0), l.value("samples_per_s_after", 0.0),
         l["single_forward_us"].get<double>());
-    for (const char* mode : {"served", "unbatched", "python"}) {
+    for (const char* mode : {"served", "unbatched", "grpc", "python", "litserve", "torchserve"}) {
       if (!m.contains(mode)) continue;
       const json& p = m[mode];
       out << fmt::format(
@@ -525,8 +603,9 @@ void print_serve_bench(const json& r, std::ostream& out) {
     if (m.contains("monitor_vs_plain"))
       out << fmt::format(", monitor_vs_plain {:.3f}{}", m["monitor_vs_plain"].get<double>(),
                          goal_note(r, name, "monitor_vs_plain"));
-    if (m.contains("vs_python"))
-      out << fmt::format(", vs_python {:.2f}{}", m["vs_python"].get<double>(), goal_note(r, name, "vs_python"));
+    for (const char* k : {"grpc_vs_http", "vs_python", "vs_litserve", "vs_torchserve"}) {
+      if (m.contains(k)) out << fmt::format(", {} {:.2f}{}", k, m[k].get<double>(), goal_note(r, name, k));
+    }
     out << "\n";
     if (m.contains("overhead_us")) {
       const json& s = m["served"]["server_c1"];
@@ -537,7 +616,10 @@ void print_serve_bench(const json& r, std::ostream& out) {
           s["compute_us"].get<double>(), s["queue_us"].get<double>(), m["overhead_client_us"].get<double>(),
           m["served"]["sweep"][0]["p50_us"].get<double>(), l["single_forward_us"].get<double>());
     }
-    if (m.contains("python_server")) out << "  python: " << m["python_server"].get<std::string>() << "\n";
+    for (const char* k : {"python", "litserve", "torchserve"}) {
+      const std::string key = std::string(k) + "_server";
+      if (m.contains(key)) out << "  " << k << ": " << m[key].get<std::string>() << "\n";
+    }
   }
 }
 

@@ -6,12 +6,16 @@
 //   served     glassbox serve with dynamic batching (max_batch_size 64, preferred: the limit's
 //              best batch size unless given)
 //   unbatched  the same server and config without dynamic_batching (each request runs alone)
+//   grpc       the served model through the same server's KServe v2 gRPC port (bench/grpc_load.h)
 //   python     a FastAPI + uvicorn + PyTorch server (bench/fastapi_server.py, one worker) serving
 //              the same model.pt on the same KServe v2 route with binary tensors
+//   litserve   LitServe (bench/litserve_server.py) and TorchServe (bench/torchserve_server.py, on
+//   torchserve Java) serving the same model.pt, each set up as its documentation recommends
 // Servers run as child processes (`<this binary> serve`, `.venv/bin/python`), driven by the
-// closed-loop load generator (bench/http_load.h) over a concurrency sweep; each reports infer/s,
-// samples/s, p50/p99 client latency and the load generator's own CPU. Ratios: served_vs_limit,
-// batching_gain, vs_python; overhead_us from the server's statistics at concurrency 1 on the MLP.
+// closed-loop load generators (bench/http_load.h, bench/grpc_load.h) over a concurrency sweep;
+// each reports infer/s, samples/s, p50/p99 client latency and the load generator's own CPU.
+// Ratios: served_vs_limit, batching_gain, grpc_vs_http, vs_python (FastAPI), vs_litserve,
+// vs_torchserve; overhead_us from the server's statistics at concurrency 1 on the MLP.
 // Soak mode (options.soak_seconds > 0) drives the MLP at saturation instead and samples the
 // server's RSS (see run_serve_soak).
 //
@@ -48,7 +52,11 @@ struct ServeBenchOptions {
   int threads = 0;                                  // intra-op threads of every measurement; 0: cores - 1 (at least 1)
   int http_threads = 0;                             // glassbox serve --threads; 0: the server's default
   int loadgen_threads = 1;                          // the load generator's io threads
-  bool skip_python = false;
+  bool skip_python = false;                         // no Python anchor at all
+  // The Python servers measured beside glassbox serve (bench/<name>_server.py), each on the same
+  // model file, thread count and requests: fastapi (FastAPI + uvicorn), litserve, torchserve.
+  std::vector<std::string> anchors{"fastapi", "litserve", "torchserve"};
+  bool skip_grpc = false;       // no gRPC sweep
   int monitor_blocks = 9;       // ABBA blocks behind monitor_vs_plain (the median block; two 1.5 s windows of each)
   std::string server_binary;    // default: this executable (/proc/self/exe), run as `BIN serve ...`
   std::string python;           // default: <source>/.venv/bin/python

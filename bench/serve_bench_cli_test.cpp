@@ -74,13 +74,29 @@ TEST(BenchServeCli, MlpAgainstItsAnchors) {
   EXPECT_GT(limit["single_forward_us"].get<double>(), 0.0);
   EXPECT_EQ(m["preferred_batch_sizes"], json::array({limit["batch_size"]}));  // the batcher aims at the best batch
 
-  for (const char* mode : {"served", "unbatched", "python"}) {
+  for (const char* mode : {"served", "unbatched", "python", "litserve", "torchserve"}) {
     ASSERT_TRUE(m.contains(mode)) << mode << "\n" << log;
     expect_point(m[mode], mode);
     ASSERT_GE(m[mode]["sweep"].size(), 1u);
     EXPECT_EQ(m[mode]["sweep"][0]["concurrency"], 1);
     for (const auto& p : m[mode]["sweep"]) expect_point(p, std::string(mode) + " sweep");
   }
+  // gRPC: the same server's gRPC port, its own sweep.
+  ASSERT_TRUE(m.contains("grpc")) << log;
+  for (const auto& p : m["grpc"]["sweep"]) {
+    EXPECT_GT(p["requests"].get<std::uint64_t>(), 0u);
+    EXPECT_EQ(p["failed"].get<std::uint64_t>(), 0u) << p.dump();
+    EXPECT_LE(p["p50_us"].get<double>(), p["p99_us"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(m["grpc_sps"].get<double>(), m["grpc"]["samples_per_s"].get<double>());
+  EXPECT_DOUBLE_EQ(m["grpc_vs_http"].get<double>(),
+                   m["grpc"]["samples_per_s"].get<double>() / m["served"]["samples_per_s"].get<double>());
+  for (const char* k : {"litserve", "torchserve"}) {
+    EXPECT_DOUBLE_EQ(m[std::string("vs_") + k].get<double>(),
+                     m["served"]["samples_per_s"].get<double>() / m[k]["samples_per_s"].get<double>());
+  }
+  EXPECT_NE(m["litserve_server"].get<std::string>().find("litserve"), std::string::npos);
+  EXPECT_NE(m["torchserve_server"].get<std::string>().find("torchserve"), std::string::npos);
   // The server's own account of concurrency 1: every request in a batch of its own, and its
   // time at least its compute time.
   for (const char* mode : {"served", "unbatched"}) {
@@ -104,7 +120,8 @@ TEST(BenchServeCli, MlpAgainstItsAnchors) {
   std::vector<std::string> goals;
   for (const auto& g : r["goals"]) goals.push_back(g["figure"]);
   // served_vs_limit's goal is ResNet-18's.
-  EXPECT_EQ(goals, (std::vector<std::string>{"vs_python", "overhead_us", "monitor_vs_plain"}));
+  EXPECT_EQ(goals, (std::vector<std::string>{"vs_python", "overhead_us", "grpc_vs_http", "vs_litserve", "vs_torchserve",
+                                             "monitor_vs_plain"}));
   // Monitoring: the monitored model observing every request against the same model paused; the
   // figure is the median block's ratio.
   const auto& mon = m["monitored"];

@@ -222,17 +222,21 @@ Server start_glassbox(const fs::path& repo, const ServeBenchOptions& o, const fs
   std::vector<std::string> argv{o.server_binary,  "serve",     "--model-repository", repo.string(),
                                 "--address",      "127.0.0.1", "--http-port",        "0",
                                 "--metrics-port", "-1",        "--intra-op-threads", std::to_string(o.threads),
-                                "--exit-timeout", "5"};
+                                "--exit-timeout", "5",         "--grpc-port",        "0"};
   if (o.http_threads > 0) {
     argv.push_back("--threads");
     argv.push_back(std::to_string(o.http_threads));
   }
-  return start_server(argv, log, std::chrono::seconds(600));
+  Server s = start_server(argv, log, std::chrono::seconds(600));
+  // "grpc: ADDR:PORT", printed before the serving line.
+  const std::string g = s.process->wait_for_line("grpc: ", std::chrono::seconds(5));
+  s.grpc_port = std::stoi(g.substr(g.rfind(':') + 1));
+  return s;
 }
 
-Server start_python(const BenchModel& m, const ServeBenchOptions& o, const fs::path& log) {
+Server start_python(const std::string& anchor, const BenchModel& m, const ServeBenchOptions& o, const fs::path& log) {
   return start_server(
-      {o.python, o.source_dir + "/bench/fastapi_server.py", "--model-file", m.model_file.string(), "--name",
+      {o.python, o.source_dir + "/bench/" + anchor + "_server.py", "--model-file", m.model_file.string(), "--name",
        m.spec.model, "--threads", std::to_string(o.threads), "--host", "127.0.0.1", "--port", "0"},
       log, std::chrono::seconds(300));
 }

@@ -77,6 +77,7 @@ void write_bench_profile(const BenchModel& model, const std::filesystem::path& v
 struct Server {
   std::unique_ptr<ChildProcess> process;
   int port = 0;
+  int grpc_port = 0;   // glassbox serve's gRPC port (its `grpc: ADDR:PORT` line); 0: none
   std::string banner;  // the ready line
 };
 
@@ -84,8 +85,10 @@ struct Server {
 // --intra-op-threads <threads> [--threads <http_threads>]`, on 127.0.0.1; output to `log`.
 Server start_glassbox(const std::filesystem::path& repo, const ServeBenchOptions& options,
                       const std::filesystem::path& log);
-// `.venv/bin/python bench/fastapi_server.py` serving model.model_file as model.spec.model.
-Server start_python(const BenchModel& model, const ServeBenchOptions& options, const std::filesystem::path& log);
+// `.venv/bin/python bench/<anchor>_server.py` serving model.model_file as model.spec.model, where
+// anchor is fastapi, litserve or torchserve (the Python servers a user would pick instead).
+Server start_python(const std::string& anchor, const BenchModel& model, const ServeBenchOptions& options,
+                    const std::filesystem::path& log);
 
 // {"cores", "cpu", "memory_gib", "torch", "date"} of this machine, today (UTC).
 nlohmann::json machine_description();

@@ -94,7 +94,7 @@ def make_inputs(work: Path, source: Path) -> None:
 
 def serve_once(argv: list[str], cwd: Path) -> tuple[int, str]:
     port = 18000 + os.getpid() % 1000
-    argv = argv + ["--http-port", str(port), "--metrics-port", str(port + 1)]
+    argv = argv + ["--http-port", str(port), "--metrics-port", str(port + 1), "--grpc-port", str(port + 2)]
     p = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     ok = False
     deadline = time.time() + 120

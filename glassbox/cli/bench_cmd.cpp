@@ -36,7 +36,9 @@ void add_bench_serve(CLI::App& bench) {
   auto json = std::make_shared<bool>(false);
   auto resnet_input = std::make_shared<std::string>("3x224x224");
   CLI::App* serve =
-      bench.add_subcommand("serve", "glassbox serve vs raw LibTorch, itself without batching, and FastAPI + PyTorch");
+      bench.add_subcommand("serve",
+                           "glassbox serve (HTTP and gRPC) vs raw LibTorch, itself without batching, and the Python "
+                           "servers (FastAPI, LitServe, TorchServe)");
   serve->add_option("--models", o->models, "zoo models to bench: mlp (the quickstart model), resnet18")
       ->delimiter(',')
       ->capture_default_str();
@@ -76,7 +78,13 @@ void add_bench_serve(CLI::App& bench) {
       ->capture_default_str();
   serve->add_option("--max-queue-delay-us", o->max_queue_delay_us, "served config's max_queue_delay_microseconds")
       ->capture_default_str();
-  serve->add_flag("--skip-python", o->skip_python, "skip the FastAPI anchor");
+  serve->add_flag("--skip-python", o->skip_python, "skip every Python anchor");
+  serve
+      ->add_option("--anchors", o->anchors,
+                   "the Python servers measured beside glassbox serve: fastapi, litserve, torchserve")
+      ->delimiter(',')
+      ->capture_default_str();
+  serve->add_flag("--skip-grpc", o->skip_grpc, "skip the gRPC sweep");
   serve
       ->add_option("--soak", o->soak_seconds, "instead: the MLP at saturation for SECONDS; RSS series, failed requests")
       ->check(CLI::PositiveNumber);

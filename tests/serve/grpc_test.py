@@ -155,6 +155,28 @@ def server_none(args, c: sc.Checks, repo: Path, work: Path) -> None:
         c.check(r.as_numpy("OUTPUT__0") is None, "requested output: OUTPUT__0 was not asked for")
         c.ok("synchronous inference equals torch and HTTP bitwise")
 
+        # The classification extension, against torch and the label file, equal to HTTP's answer.
+        arrays = sample_inputs("fp32", 2, seed=11)
+        want = sc.reference("fp32", arrays, repo)[0]
+        expected = [[f"{float(row[i]):f}:{i}:{sc.LABELS['fp32'][i]}".encode()
+                     for i in sorted(range(len(row)), key=lambda i: (-row[i], i))[:3]] for row in want]
+        r = cl.infer("fp32", inputs_for(grpcclient, "fp32", arrays),
+                     outputs=[grpcclient.InferRequestedOutput("OUTPUT__0", class_count=3)])
+        h = hc.infer("fp32", inputs_for(httpclient, "fp32", arrays),
+                     outputs=[httpclient.InferRequestedOutput("OUTPUT__0", binary_data=True, class_count=3)])
+        got = r.as_numpy("OUTPUT__0")
+        c.check(got is not None and [[bytes(x) for x in g] for g in got] == expected,
+                f"classification over gRPC: {got!r} != {expected!r}")
+        c.check(got is not None and same_bits(got, h.as_numpy("OUTPUT__0")), "classification: gRPC != HTTP")
+
+        # Versions are numbered from 1 (Triton): version 0 is not found, and not ready.
+        e = grpc_error(lambda: cl.get_model_metadata("fp32", "0"))
+        c.check(e is not None and e.status() == "StatusCode.NOT_FOUND" and "version 0" in e.message(),
+                f"metadata of version 0: {e and (e.status(), e.message())}")
+        e = grpc_error(lambda: cl.infer("fp32", inputs_for(grpcclient, "fp32", arrays), model_version="0"))
+        c.check(e is not None and e.status() == "StatusCode.NOT_FOUND", f"infer on version 0: {e and e.status()}")
+        c.check(not cl.is_model_ready("fp32", "0"), "version 0 is ready")
+
         # Errors: the HTTP message, as a gRPC status.
         e = grpc_error(lambda: cl.infer("nope", inputs_for(grpcclient, "fp32", sample_inputs("fp32", 1, 0))))
         c.check(e is not None and e.status() == "StatusCode.INVALID_ARGUMENT" and "nope" in e.message(),

@@ -49,7 +49,7 @@ def variant(src: Path, dst: Path, edit: tuple[str, str]) -> None:
 def run_to_exit(glassbox: str, repo: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
     """Runs `glassbox serve` expecting it to exit; one that serves instead is stopped (returncode -1)."""
     cmd = [glassbox, "serve", "--model-repository", str(repo), "--address", "127.0.0.1", "--http-port", "0",
-           "--metrics-port", "0", *args]
+           "--metrics-port", "0", *(() if "--grpc-port" in args else ("--grpc-port", "0")), *args]
     t = time.monotonic()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)

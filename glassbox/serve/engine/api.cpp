@@ -152,4 +152,14 @@ std::optional<monitor::RawTensor> monitor_tensor(const Tensor& t) {
   return r;
 }
 
+Error explicit_version_zero(const Engine& engine, const std::string& model) {
+  for (const IndexEntry& e : engine.repository_index(false)) {
+    if (e.name == model) {
+      return Error(ErrorCode::kNotFound, "Request for unknown model: '" + model + "' version 0 is not found",
+                   "versions are numbered from 1; name no version for the highest ready one");
+    }
+  }
+  return Error(ErrorCode::kInvalidArgument, "Request for unknown model: '" + model + "' is not found");
+}
+
 }  // namespace glassbox::serve

@@ -294,4 +294,10 @@ class Engine {
 // be read.
 std::unique_ptr<Engine> make_engine(const EngineOptions& options);
 
+// Versions are numbered from 1; the engine's version 0 means "the highest ready one", which a
+// client asks for by naming no version. A client that names version 0 gets Triton's answer:
+// InvalidArgument "Request for unknown model: 'm' is not found" when the repository has no model
+// `model`, else NotFound "Request for unknown model: 'm' version 0 is not found".
+Error explicit_version_zero(const Engine& engine, const std::string& model);
+
 }  // namespace glassbox::serve

@@ -95,18 +95,28 @@ void parse_outputs(const ModelInferRequest& req, InferRequest& out) {
   for (const auto& o : req.outputs()) {
     if (o.name().empty()) bad("an output of the inference request for model '" + model + "' has no name");
     if (!seen.insert(o.name()).second) bad("output '" + o.name() + "' is requested twice (model '" + model + "')");
+    RequestedOutput r{o.name(), true};
     for (const auto& [key, v] : o.parameters()) {
       if (key == "binary_data") continue;  // gRPC outputs are always raw bytes
       if (key == "classification") {
-        bad("output '" + o.name() + "' of model '" + model +
-                "' asks for classification, an extension glassbox serve does not support",
-            std::string("drop the classification parameter and rank the scores on the client (the labels are in the "
-                        "model's repository folder)"));
+        // The classification extension (tritonclient.grpc sends class_count as int64_param).
+        const bool is_int = v.parameter_choice_case() == inference::InferParameter::kInt64Param ||
+                            v.parameter_choice_case() == inference::InferParameter::kUint64Param;
+        const std::int64_t n = v.parameter_choice_case() == inference::InferParameter::kUint64Param
+                                   ? static_cast<std::int64_t>(std::min<std::uint64_t>(v.uint64_param(), INT64_MAX))
+                                   : v.int64_param();
+        if (!is_int || n < 0 || n > UINT32_MAX) {
+          bad("parameter 'classification' of output '" + o.name() + "' of model '" + model +
+                  "' must be a non-negative integer (the number of top classes)",
+              std::string("set int64_param to the number of classes wanted"));
+        }
+        r.class_count = static_cast<std::uint32_t>(n);
+        continue;
       }
       bad("unknown parameter '" + key + "' for output '" + o.name() + "' of model '" + model + "'",
-          std::string("an output accepts only the binary_data parameter"));
+          std::string("an output accepts only the binary_data and classification parameters"));
     }
-    out.outputs.push_back({o.name(), true});
+    out.outputs.push_back(std::move(r));
   }
 }
 
@@ -311,6 +321,11 @@ std::int64_t parse_model_version(const std::string& v, const std::string& model)
   std::int64_t n = 0;
   for (char c : v) n = n * 10 + (c - '0');
   return n;
+}
+
+bool names_version_zero(const std::string& version) {
+  return !version.empty() && version.size() <= 18 &&
+         std::all_of(version.begin(), version.end(), [](char c) { return c == '0'; });
 }
 
 InferRequest decode_infer_request(const ModelInferRequest& req, std::shared_ptr<const void> owner) {

@@ -49,6 +49,9 @@ grpc::Status to_status(const Error& error);
 // "" -> 0 (the highest ready version); decimal digits -> the version; anything else
 // InvalidArgument naming the model.
 std::int64_t parse_model_version(const std::string& version, const std::string& model);
+// Whether `version` names version 0 ("0", "00"): versions are numbered from 1, and the caller
+// answers explicit_version_zero (api.h), or "not ready" for ModelReady.
+bool names_version_zero(const std::string& version);
 
 // `owner` must keep `request` alive (it becomes the owner of the tensor views).
 InferRequest decode_infer_request(const inference::ModelInferRequest& request, std::shared_ptr<const void> owner);

@@ -157,6 +157,23 @@ TEST(GrpcCodec, StatusCodes) {
   EXPECT_EQ(parse_model_version("", "m"), 0);
   EXPECT_EQ(parse_model_version("12", "m"), 12);
   EXPECT_THROW(parse_model_version("1a", "m"), Error);
+  EXPECT_TRUE(names_version_zero("0"));
+  EXPECT_TRUE(names_version_zero("000"));
+  EXPECT_FALSE(names_version_zero(""));
+  EXPECT_FALSE(names_version_zero("10"));
+}
+
+TEST(GrpcCodec, ClassificationParameter) {
+  inference::ModelInferRequest r;
+  r.set_model_name("m");
+  auto* o = r.add_outputs();
+  o->set_name("OUTPUT__0");
+  (*o->mutable_parameters())["classification"].set_int64_param(3);
+  EXPECT_EQ(decode_infer_request(r, nullptr).outputs.at(0).class_count, 3u);
+  (*o->mutable_parameters())["classification"].set_int64_param(-2);
+  EXPECT_THROW(decode_infer_request(r, nullptr), Error);
+  (*o->mutable_parameters())["classification"].set_string_param("3");
+  EXPECT_THROW(decode_infer_request(r, nullptr), Error);
 }
 
 }  // namespace

@@ -179,6 +179,11 @@ ServerUnaryReactor* InferenceService::ServerLive(CallbackServerContext* ctx, con
   return answer(ctx, refuse(*ctx, false, true), [&] { resp->set_live(engine_.live()); });
 }
 
+std::int64_t InferenceService::version_of(const std::string& version, const std::string& model) const {
+  if (names_version_zero(version)) throw explicit_version_zero(engine_, model);
+  return parse_model_version(version, model);
+}
+
 ServerUnaryReactor* InferenceService::ServerReady(CallbackServerContext* ctx, const inference::ServerReadyRequest*,
                                                   inference::ServerReadyResponse* resp) {
   return answer(ctx, refuse(*ctx, false, true), [&] { resp->set_ready(engine_.ready()); });
@@ -187,7 +192,8 @@ ServerUnaryReactor* InferenceService::ServerReady(CallbackServerContext* ctx, co
 ServerUnaryReactor* InferenceService::ModelReady(CallbackServerContext* ctx, const inference::ModelReadyRequest* req,
                                                  inference::ModelReadyResponse* resp) {
   return answer(ctx, refuse(*ctx, false, false), [&] {
-    resp->set_ready(engine_.model_ready(req->name(), parse_model_version(req->version(), req->name())));
+    resp->set_ready(!names_version_zero(req->version()) &&
+                    engine_.model_ready(req->name(), parse_model_version(req->version(), req->name())));
   });
 }
 
@@ -206,8 +212,7 @@ ServerUnaryReactor* InferenceService::ModelMetadata(CallbackServerContext* ctx,
                                                     const inference::ModelMetadataRequest* req,
                                                     inference::ModelMetadataResponse* resp) {
   return answer(ctx, refuse(*ctx, false, false), [&] {
-    const serve::ModelMetadata m =
-        engine_.model_metadata(req->name(), parse_model_version(req->version(), req->name()));
+    const serve::ModelMetadata m = engine_.model_metadata(req->name(), version_of(req->version(), req->name()));
     resp->set_name(m.name);
     for (const std::string& v : m.versions) resp->add_versions(v);
     resp->set_platform(m.platform);
@@ -223,7 +228,10 @@ ServerUnaryReactor* InferenceService::ModelInfer(CallbackServerContext* ctx, con
   std::optional<Status> refused = refuse(*ctx, false, false);
   InferRequest request;
   if (!refused) {
-    Status s = run([&] { request = decode_infer_request(*req, payload); });
+    Status s = run([&] {
+      if (names_version_zero(req->model_version())) throw explicit_version_zero(engine_, req->model_name());
+      request = decode_infer_request(*req, payload);
+    });
     if (!s.ok()) refused = std::move(s);
   }
   if (refused) {
@@ -252,7 +260,7 @@ InferenceService::ModelStreamInfer(CallbackServerContext* ctx) {
 ServerUnaryReactor* InferenceService::ModelConfig(CallbackServerContext* ctx, const inference::ModelConfigRequest* req,
                                                   inference::ModelConfigResponse* resp) {
   return answer(ctx, refuse(*ctx, false, false), [&] {
-    const std::string json = engine_.model_config_json(req->name(), parse_model_version(req->version(), req->name()));
+    const std::string json = engine_.model_config_json(req->name(), version_of(req->version(), req->name()));
     google::protobuf::util::JsonParseOptions o;
     o.ignore_unknown_fields = true;
     const auto status = google::protobuf::util::JsonStringToMessage(json, resp->mutable_config(), o);
@@ -267,7 +275,7 @@ ServerUnaryReactor* InferenceService::ModelStatistics(CallbackServerContext* ctx
                                                       const inference::ModelStatisticsRequest* req,
                                                       inference::ModelStatisticsResponse* resp) {
   return answer(ctx, refuse(*ctx, false, false), [&] {
-    for (const ModelStats& s : engine_.statistics(req->name(), parse_model_version(req->version(), req->name())))
+    for (const ModelStats& s : engine_.statistics(req->name(), version_of(req->version(), req->name())))
       fill(s, resp->add_model_stats());
   });
 }

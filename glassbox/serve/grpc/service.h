@@ -79,6 +79,8 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
                                                   inference::RepositoryModelUnloadResponse* resp) override;
 
  private:
+  // The engine's version for a request's version string (Error for one that names version 0).
+  std::int64_t version_of(const std::string& version, const std::string& model) const;
   // Refusal for an RPC (control: a repository RPC; health: ServerLive/ServerReady).
   std::optional<grpc::Status> refuse(const grpc::CallbackServerContext& ctx, bool control, bool health) const;
 

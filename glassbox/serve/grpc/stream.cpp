@@ -96,6 +96,9 @@ class StreamCall final : public Reactor {
   void handle(std::shared_ptr<ModelInferRequest> request) {
     InferRequest decoded;
     try {
+      if (names_version_zero(request->model_version())) {
+        throw explicit_version_zero(engine_, request->model_name());
+      }
       decoded = decode_infer_request(*request, request);
     } catch (const Error& e) {
       state_->answered(error_response(*request, e.one_line()));

@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "glassbox/serve/engine/fake_engine_test.h"
 #include "glassbox/serve/http/codec.h"
-#include "glassbox/serve/http/fake_engine_test.h"
 #include "glassbox/serve/http/http_client_test.h"
 #include "glassbox/serve/http/request_parser.h"
 #include "glassbox/serve/http/routes.h"

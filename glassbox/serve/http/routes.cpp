@@ -167,17 +167,6 @@ std::int64_t parse_version(std::string_view v, const std::string& model) {
   return n;
 }
 
-// The error for an explicit version 0: unknown model (400) as the engine words it, else 404.
-Error no_version_zero(const Engine& engine, const std::string& model) {
-  for (const IndexEntry& e : engine.repository_index(false)) {
-    if (e.name == model) {
-      return Error(ErrorCode::kNotFound, "Request for unknown model: '" + model + "' version 0 is not found",
-                   "versions are numbered from 1; leave /versions/N out for the latest ready version");
-    }
-  }
-  return Error(ErrorCode::kInvalidArgument, "Request for unknown model: '" + model + "' is not found");
-}
-
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json tensor_specs(const std::vector<TensorSpec>& specs) {
@@ -335,7 +324,7 @@ void Router::handle(const HttpRequest& req, Reply reply) const {
     if (version == 0 && !route.version.empty()) {
       if (route.kind == Kind::kModelReady)
         return reply(json_error(400, "model '" + model + "' version 0 is not ready"));
-      throw no_version_zero(engine_, model);
+      throw explicit_version_zero(engine_, model);
     }
     switch (route.kind) {
       case Kind::kLive: return reply(engine_.live() ? empty_response() : json_error(400, "server is not live"));

@@ -1,0 +1,48 @@
+// A closed-loop gRPC load generator for the serving benchmark: `concurrency` ModelInfer calls in
+// flight at any time over a few channels (each its own HTTP/2 connection); each call, once
+// answered, is sent again, for a warm-up period and then a measured window. The request is
+// serialized once and sent as raw bytes through grpc++'s generic stub, and answers are not
+// decoded (as the HTTP load generator does not decode its responses), so the client spends its
+// CPU on the transport only. Figures are http_load.h's LoadResult: latency histogram of the
+// window's successful calls, failures, throughput, this process's CPU.
+//
+//   GrpcLoadOptions o; o.port = server.grpc_port; o.concurrency = 32; o.seconds = 5;
+//   LoadResult r = run_grpc_load(grpc_infer_request(spec, 1, 0), o);
+//   GrpcReply first = grpc_infer_once("127.0.0.1", port, request);   // the decoded answer
+//
+// Thread safety: reentrant; run_grpc_load blocks the calling thread for warmup + seconds and
+// joins every thread it starts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/http_load.h"
+#include "bench/serve_process.h"
+
+namespace glassbox::bench {
+
+struct GrpcLoadOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;
+  int concurrency = 1;  // calls in flight
+  int channels = 0;     // HTTP/2 connections; 0: one per 16 calls in flight, at most 4
+  int threads = 1;      // completion-queue threads (1-2 suffice)
+  double warmup_seconds = 1.0;
+  double seconds = 5.0;
+  void validate() const;
+};
+
+// A serialized inference::ModelInferRequest for spec.model: one FP32 input [batch, dims...] in
+// raw_input_contents, drawn as binary_infer_request draws it (the same values for the same seed).
+std::string grpc_infer_request(const InferSpec& spec, std::int64_t batch, std::uint64_t seed);
+
+LoadResult run_grpc_load(const std::string& serialized_request, const GrpcLoadOptions& options);
+
+// One call; Internal naming the server unless it succeeds with spec.output holding batch x
+// output_elements FP32 values in raw_output_contents.
+void check_grpc_reply(const std::string& host, int port, const std::string& serialized_request, const InferSpec& spec,
+                      std::int64_t batch);
+
+}  // namespace glassbox::bench
