@@ -222,6 +222,16 @@ RequestShape RequestValidator::validate(InferRequest& request) const {
                 std::string("send shape x element size bytes (") + shape_string(t.shape) + " x " +
                     std::to_string(element_size(t.datatype)) + ")");
       }
+      // A bool is one byte, 0 or 1: any other value is not a bool (undefined behaviour once read
+      // as one). JSON inputs are written as 0/1; binary and gRPC raw ones are checked here.
+      if (t.datatype == DataType::kBool) {
+        const auto* bad = std::find_if(t.data, t.data + t.size, [](std::uint8_t b) { return b > 1; });
+        if (bad != t.data + t.size) {
+          invalid("invalid BOOL data for " + what() + ": element " + std::to_string(bad - t.data) + " is the byte " +
+                      std::to_string(*bad) + ", not 0 or 1",
+                  std::string("send each BOOL element as one byte, 0 (false) or 1 (true)"));
+        }
+      }
     } else {
       const std::optional<std::size_t> used = overflow ? std::nullopt : bytes_elements_size(t.bytes(), elements);
       if (!used || *used != t.size) {

@@ -155,5 +155,23 @@ TEST(Validate, OutputsAndPriority) {
   EXPECT_EQ(failure(one_level, p), "(valid)") << "one level: priority ignored; timeout ignored without override";
 }
 
+TEST(Validate, BoolBytesAreZeroOrOne) {
+  const RequestValidator v(config(R"(name: "m" max_batch_size: 4
+    input [{ name: "X" data_type: TYPE_BOOL dims: [3] }]
+    output [{ name: "Y" data_type: TYPE_BOOL dims: [3] }, { name: "S" data_type: TYPE_FP32 dims: [3] }])"),
+                           false);
+  InferRequest r;
+  r.inputs.push_back(Tensor::owning("X", DataType::kBool, {1, 3}, std::string("\x01\x00\x01", 3)));
+  EXPECT_EQ(failure(v, r), "(valid)");
+  r.inputs[0] = Tensor::owning("X", DataType::kBool, {1, 3}, std::string("\x01\x02\x01", 3));
+  EXPECT_EQ(failure(v, r), "invalid BOOL data for input 'X' for model 'm': element 1 is the byte 2, not 0 or 1");
+  // The classification extension ranks numeric scores only.
+  r.inputs[0] = Tensor::owning("X", DataType::kBool, {1, 3}, std::string(3, '\0'));
+  r.outputs = {RequestedOutput{"Y", false, 2}};
+  EXPECT_EQ(failure(v, r), "classification of output 'Y' of model 'm' needs numeric scores, got BOOL");
+  r.outputs = {RequestedOutput{"S", false, 2}};
+  EXPECT_EQ(failure(v, r), "(valid)");
+}
+
 }  // namespace
 }  // namespace glassbox::serve

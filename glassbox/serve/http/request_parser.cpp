@@ -99,22 +99,45 @@ RequestParser::RequestParser(ParserLimits limits) : limits_(limits) {
 
 std::size_t RequestParser::put(std::string_view data) {
   if (failure_ || is_done() || data.empty()) return 0;
+  if (version_pending_) {  // Beast refused the version: classify the request line once it is whole
+    const auto eol = data.find("\r\n");
+    if (eol != std::string_view::npos) {
+      classify_version(data.substr(0, eol));
+    } else if (data.size() >= limits_.max_head_bytes) {
+      failure_ = ParseFailure{
+          431, "the request line is longer than the limit of " + std::to_string(limits_.max_head_bytes) + " bytes"};
+    }
+    return 0;
+  }
   error_code ec;
   const std::size_t used = basic_parser::put(boost::asio::const_buffer(data.data(), data.size()), ec);
-  if (ec && ec != http::error::need_more && !failure_) {
-    // Beast reads only HTTP/1.x: a well-formed other version is 505, not malformed (RFC 9110 §15.6.6).
-    const std::string_view line = data.substr(0, data.find('\r'));
-    if (ec == http::error::bad_version && line.size() >= 8) {
-      const std::string_view v = line.substr(line.size() - 8);
-      if (v.substr(0, 5) == "HTTP/" && v[5] >= '0' && v[5] <= '9' && v[6] == '.' && v[7] >= '0' && v[7] <= '9') {
-        failure_ =
-            ParseFailure{505, "HTTP version " + std::string(v.substr(5)) + " is not supported (hint: send HTTP/1.1)"};
-        return used;
-      }
-    }
-    fail_from_beast(ec);
+  if (ec == http::error::bad_version && !failure_) {
+    // Beast reads only HTTP/1.x and may refuse before the line ends; whether the answer is 505
+    // (a well-formed other version, RFC 9110 §15.6.6) or 400 depends on the whole line.
+    version_pending_ = true;
+    return put(data);
   }
+  if (ec && ec != http::error::need_more && !failure_) fail_from_beast(ec);
   return used;
+}
+
+void RequestParser::classify_version(std::string_view line) {
+  std::vector<std::string_view> parts;
+  for (std::size_t at = 0; at <= line.size();) {
+    const auto sp = line.find(' ', at);
+    parts.push_back(line.substr(at, sp == std::string_view::npos ? std::string_view::npos : sp - at));
+    if (sp == std::string_view::npos) break;
+    at = sp + 1;
+  }
+  const std::string_view v = parts.size() == 3 ? parts[2] : std::string_view();
+  const bool well_formed = v.size() == 8 && v.substr(0, 5) == "HTTP/" && v[5] >= '0' && v[5] <= '9' && v[6] == '.' &&
+                           v[7] >= '0' && v[7] <= '9';
+  if (well_formed && v[5] != '1') {
+    failure_ =
+        ParseFailure{505, "HTTP version " + std::string(v.substr(5)) + " is not supported (hint: send HTTP/1.1)"};
+  } else {
+    failure_ = ParseFailure{400, "malformed HTTP request: bad version"};
+  }
 }
 
 void RequestParser::fail(error_code& ec, int status, std::string message) {

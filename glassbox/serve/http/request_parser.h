@@ -103,6 +103,8 @@ class RequestParser : private boost::beast::http::basic_parser<true> {
   // Records the failure and stops the parse (Beast sees an error and consumes nothing more).
   void fail(error_code& ec, int status, std::string message);
   void fail_from_beast(const error_code& ec);
+  // 505 for a well-formed request line with another HTTP version, else 400.
+  void classify_version(std::string_view line);
 
   ParserLimits limits_;
   ParsedRequest request_;
@@ -110,6 +112,7 @@ class RequestParser : private boost::beast::http::basic_parser<true> {
   std::size_t head_bytes_ = 0;
   std::size_t trailer_bytes_ = 0;
   int host_fields_ = 0;
+  bool version_pending_ = false;  // Beast refused the version before the request line ended
   bool has_content_length_ = false;
   std::string transfer_encoding_;  // every Transfer-Encoding field, joined with ", "
   std::string expect_;
