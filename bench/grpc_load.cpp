@@ -105,7 +105,7 @@ void run_queue(std::vector<Slot*> slots, const grpc::ByteBuffer& request, Clock:
       }
       if (!success && now < window_end) {
         s.waiting = true;
-        s.alarm.Set(&cq, now + std::chrono::milliseconds(10), &s);
+        s.alarm.Set(&cq, std::chrono::system_clock::now() + std::chrono::milliseconds(10), &s);
         continue;
       }
     }
@@ -159,7 +159,7 @@ LoadResult run_grpc_load(const std::string& serialized_request, const GrpcLoadOp
   std::vector<std::unique_ptr<grpc::GenericStub>> stubs;
   for (int i = 0; i < channel_count; ++i) {
     channels.push_back(make_channel(o.host, o.port));
-    GB_CHECK(channels.back()->WaitForConnected(Clock::now() + std::chrono::seconds(10)), Unavailable,
+    GB_CHECK(channels.back()->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10)), Unavailable,
              "gRPC load: cannot connect to " << o.host << ":" << o.port,
              std::string("start glassbox serve with --grpc-port, and check the port"));
     stubs.push_back(std::make_unique<grpc::GenericStub>(channels.back()));

@@ -200,15 +200,21 @@ TEST(ServeBenchOptions, RejectsBadValues) {
   EXPECT_NO_THROW(o.validate());
 }
 
-TEST(ServeBenchPython, FastApiAnchorAnswersLikeTorchJitLoad) {
+// Each Python anchor (FastAPI, LitServe, TorchServe) answers the benchmark's request with the
+// numbers LibTorch computes from the same file, and holds a short closed loop without a failure.
+class ServeBenchPython : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ServeBenchPython, AnchorAnswersLikeTorchJitLoad) {
+  const std::string anchor = GetParam();
   const ServeBenchOptions o = small_options();
   const TempDir work("glassbox-bench-test-py");
   const BenchModel m = zoo_model("mlp", o, work.path());
-  const Server server = start_python(m, o, work.path() / "python.log");
+  const Server server = start_python(anchor, m, o, work.path() / (anchor + ".log"));
+  EXPECT_NE(server.banner.find(anchor), std::string::npos) << server.banner;
   EXPECT_NE(server.banner.find("threads " + std::to_string(o.threads)), std::string::npos) << server.banner;
   const HttpRequestSpec request = binary_infer_request(m.spec, 3, 9);
   const HttpReply reply = http_call("127.0.0.1", server.port, request);
-  check_infer_reply(reply, m.spec, 3, "fastapi");
+  check_infer_reply(reply, m.spec, 3, anchor);
   // The same numbers as LibTorch on the same file and input.
   const std::size_t in_header = request.body.size() - 3 * 784 * sizeof(float);
   const at::Tensor x = torch::from_blob(const_cast<char*>(request.body.data() + in_header), {3, 1, 28, 28}).clone();
@@ -228,6 +234,8 @@ TEST(ServeBenchPython, FastApiAnchorAnswersLikeTorchJitLoad) {
   EXPECT_GT(r.ok, 0u);
   EXPECT_EQ(r.failed_total, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Anchors, ServeBenchPython, ::testing::Values("fastapi", "litserve", "torchserve"));
 
 }  // namespace
 }  // namespace glassbox::bench

@@ -113,9 +113,11 @@ TEST(GrpcCodec, ValidationMessages) {
   (*r.mutable_parameters())["sequence_id"].set_int64_param(1);
   EXPECT_NE(message_of(r).find("asks for sequence batching"), std::string::npos);
   r = fp32_request("m", {1, 2}, {1, 2});
-  (*r.add_outputs()->mutable_parameters())["classification"].set_int64_param(3);
+  (*r.add_outputs()->mutable_parameters())["classification"].set_double_param(3);
   r.mutable_outputs(0)->set_name("OUTPUT__0");
-  EXPECT_NE(message_of(r).find("asks for classification"), std::string::npos);
+  EXPECT_NE(message_of(r).find("parameter 'classification' of output 'OUTPUT__0' of model 'm' must be a non-negative "
+                               "integer"),
+            std::string::npos);
 
   inference::ModelInferRequest bytes;
   bytes.set_model_name("m");
