@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -41,6 +42,9 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& host, int port) {
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own, not shared
+  args.SetInt(GRPC_ARG_MINIMAL_STACK, 1);
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetString(GRPC_ARG_OPTIMIZATION_TARGET, "throughput");
   return grpc::CreateCustomChannel(host + ":" + std::to_string(port), grpc::InsecureChannelCredentials(), args);
 }
 
@@ -120,6 +124,126 @@ void run_queue(std::vector<Slot*> slots, const grpc::ByteBuffer& request, Clock:
   }
 }
 
+// One ModelStreamInfer stream: `depth` requests in flight, one write outstanding at a time.
+struct Stream {
+  enum class Event { kStart, kWrite, kRead, kFinish };
+  struct Tag {
+    Stream* stream;
+    Event event;
+  };
+  grpc::GenericStub* stub = nullptr;
+  int depth = 1;
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  Tag start{this, Event::kStart}, write{this, Event::kWrite}, read{this, Event::kRead}, finish{this, Event::kFinish};
+  std::deque<Clock::time_point> sent;  // in flight, oldest first
+  int to_write = 0;                    // requests waiting for the write in progress
+  bool writing = false;
+  bool stopping = false;  // the window ended: no more writes; reading the rest
+  bool closing = false;   // WritesDone sent
+};
+
+// Once the window ended and every answer is in: close the writing side (the server then finishes).
+void stream_close(Stream& s) {
+  if (!s.stopping || !s.sent.empty() || s.writing || s.closing) return;
+  s.closing = true;
+  s.writing = true;
+  s.call->WritesDone(&s.write);
+}
+
+void stream_write(Stream& s, const grpc::ByteBuffer& request) {
+  s.writing = true;
+  --s.to_write;
+  s.sent.push_back(Clock::now());
+  s.call->Write(request, &s.write);
+}
+
+void run_streams(std::vector<Stream*> streams, const grpc::ByteBuffer& request, Clock::time_point window_start,
+                 Clock::time_point window_end, Figures& f) {
+  grpc::CompletionQueue cq;
+  for (Stream* s : streams) {
+    s->call = s->stub->PrepareCall(&s->context, "/inference.GRPCInferenceService/ModelStreamInfer", &cq);
+    s->call->StartCall(&s->start);
+  }
+  std::size_t open = streams.size();
+  void* tag = nullptr;
+  bool ok = false;
+  while (open > 0 && cq.Next(&tag, &ok)) {
+    auto* t = static_cast<Stream::Tag*>(tag);
+    Stream& s = *t->stream;
+    const Clock::time_point now = Clock::now();
+    switch (t->event) {
+      case Stream::Event::kStart:
+        if (!ok) {
+          f.first_failure = "gRPC: the stream did not start";
+          s.call->Finish(&s.status, &s.finish);
+          break;
+        }
+        s.to_write = s.depth;
+        stream_write(s, request);
+        s.call->Read(&s.response, &s.read);
+        break;
+      case Stream::Event::kWrite:
+        s.writing = false;
+        if (!ok || s.closing) break;  // the stream broke (the read fails too), or WritesDone completed
+        if (s.to_write > 0 && !s.stopping) stream_write(s, request);
+        stream_close(s);
+        break;
+      case Stream::Event::kRead: {
+        if (!ok) {  // closed by the server
+          s.call->Finish(&s.status, &s.finish);
+          break;
+        }
+        ++f.completed_total;
+        const Clock::time_point sent = s.sent.empty() ? now : s.sent.front();
+        if (!s.sent.empty()) s.sent.pop_front();
+        // A ModelStreamInferResponse with error_message (field 1) set is a failed request.
+        const bool failed = s.response.Length() > 0 && [&] {
+          std::vector<grpc::Slice> slices;
+          (void)s.response.Dump(&slices);
+          return !slices.empty() && slices[0].size() > 0 && slices[0].begin()[0] == 0x0a;
+        }();
+        if (failed) ++f.failed_total;
+        if (now >= window_start && now <= window_end) {
+          ++f.completed;
+          ++f.codes[failed ? 2 : 0];
+          if (failed) {
+            ++f.failed_window;
+          } else {
+            ++f.ok;
+            f.bytes += s.response.Length();
+            f.latency.record(std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent).count());
+          }
+        }
+        if (failed && f.first_failure.empty()) f.first_failure = "gRPC stream: an answer carried error_message";
+        if (now >= window_end && !s.stopping) {
+          s.stopping = true;
+          s.to_write = 0;
+        }
+        if (!s.stopping) {
+          ++s.to_write;
+          if (!s.writing) stream_write(s, request);
+        }
+        stream_close(s);
+        s.call->Read(&s.response, &s.read);  // fails once the server finished the call
+        break;
+      }
+      case Stream::Event::kFinish:
+        if (!s.status.ok() && f.first_failure.empty()) {
+          f.first_failure = "gRPC " + std::to_string(static_cast<int>(s.status.error_code())) + ": " +
+                            s.status.error_message().substr(0, 300);
+        }
+        --open;
+        break;
+    }
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+}
+
 }  // namespace
 
 void GrpcLoadOptions::validate() const {
@@ -154,34 +278,50 @@ std::string grpc_infer_request(const InferSpec& spec, std::int64_t batch, std::u
 
 LoadResult run_grpc_load(const std::string& serialized_request, const GrpcLoadOptions& o) {
   o.validate();
-  const int channel_count = o.channels > 0 ? o.channels : std::clamp((o.concurrency + 15) / 16, 1, 4);
+  const int channel_count = o.channels > 0 ? o.channels : std::clamp((o.concurrency + 15) / 16, 1, o.streaming ? 8 : 4);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   std::vector<std::unique_ptr<grpc::GenericStub>> stubs;
   for (int i = 0; i < channel_count; ++i) {
     channels.push_back(make_channel(o.host, o.port));
-    GB_CHECK(channels.back()->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10)), Unavailable,
-             "gRPC load: cannot connect to " << o.host << ":" << o.port,
+    GB_CHECK(channels.back()->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10)),
+             Unavailable, "gRPC load: cannot connect to " << o.host << ":" << o.port,
              std::string("start glassbox serve with --grpc-port, and check the port"));
     stubs.push_back(std::make_unique<grpc::GenericStub>(channels.back()));
   }
   grpc::Slice slice(serialized_request);
   const grpc::ByteBuffer request(&slice, 1);
-  std::vector<Slot> slots(static_cast<std::size_t>(o.concurrency));
+  std::vector<Slot> slots(static_cast<std::size_t>(o.streaming ? 0 : o.concurrency));
   for (std::size_t i = 0; i < slots.size(); ++i) slots[i].stub = stubs[i % stubs.size()].get();
+  // Streaming: one stream per channel, the calls in flight shared out among them.
+  std::vector<std::unique_ptr<Stream>> streams;
+  if (o.streaming) {
+    for (int i = 0; i < std::min(channel_count, o.concurrency); ++i) {
+      streams.push_back(std::make_unique<Stream>());
+      streams.back()->stub = stubs[static_cast<std::size_t>(i)].get();
+      streams.back()->depth = o.concurrency / std::min(channel_count, o.concurrency) +
+                              (i < o.concurrency % std::min(channel_count, o.concurrency) ? 1 : 0);
+    }
+  }
 
   const Clock::time_point start = Clock::now();
   const auto window_start =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.warmup_seconds));
   const auto window_end =
       window_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
-  const int threads = std::min(o.threads, o.concurrency);
+  const int threads = std::min(o.threads, o.streaming ? static_cast<int>(streams.size()) : o.concurrency);
   std::vector<Figures> figures(static_cast<std::size_t>(threads));
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
-    std::vector<Slot*> mine;
-    for (std::size_t i = static_cast<std::size_t>(t); i < slots.size(); i += static_cast<std::size_t>(threads)) {
-      mine.push_back(&slots[i]);
+    const auto step = static_cast<std::size_t>(threads);
+    if (o.streaming) {
+      std::vector<Stream*> mine;
+      for (std::size_t i = static_cast<std::size_t>(t); i < streams.size(); i += step) mine.push_back(streams[i].get());
+      workers.emplace_back(run_streams, std::move(mine), std::cref(request), window_start, window_end,
+                           std::ref(figures[static_cast<std::size_t>(t)]));
+      continue;
     }
+    std::vector<Slot*> mine;
+    for (std::size_t i = static_cast<std::size_t>(t); i < slots.size(); i += step) mine.push_back(&slots[i]);
     workers.emplace_back(run_queue, std::move(mine), std::cref(request), window_start, window_end,
                          std::ref(figures[static_cast<std::size_t>(t)]));
   }

@@ -29,6 +29,10 @@ struct GrpcLoadOptions {
   int concurrency = 1;  // calls in flight
   int channels = 0;     // HTTP/2 connections; 0: one per 16 calls in flight, at most 4
   int threads = 1;      // completion-queue threads (1-2 suffice)
+  // ModelStreamInfer instead of ModelInfer: one bidirectional stream per channel, each with its
+  // share of the calls in flight (a request is written again as soon as an answer arrives; answers
+  // are taken in order for the latency, which a stream of one model's batches keeps).
+  bool streaming = false;
   double warmup_seconds = 1.0;
   double seconds = 5.0;
   void validate() const;

@@ -186,8 +186,9 @@ json measure_point(const Server& server, const InferSpec& spec, const HttpReques
 
 // The served model over gRPC at one concurrency (the same figures as measure_point, no server stats).
 json measure_grpc_point(const Server& server, const std::string& request, int concurrency, const ServeBenchOptions& o,
-                        const Window& w) {
+                        const Window& w, bool streaming) {
   GrpcLoadOptions lo;
+  lo.streaming = streaming;
   lo.port = server.grpc_port;
   lo.concurrency = concurrency;
   lo.threads = o.loadgen_threads;
@@ -228,7 +229,7 @@ json sweep(const std::string& mode, const Server& server, const InferSpec& spec,
     json p = measure_point(server, spec, request, c, o, w, server_stats && c == 1);
     if (o.log) {
       *o.log << fmt::format(
-                    "  {:<10}{:<15} c={:<4} {:>9.0f} infer/s  p50 {:>8.2f} ms  p99 {:>8.2f} ms  failed {}  (client "
+                    "  {:<12}{:<15} c={:<4} {:>9.0f} infer/s  p50 {:>8.2f} ms  p99 {:>8.2f} ms  failed {}  (client "
                     "{:.2f} cores, server {:.2f})\n",
                     mode, spec.model, c, p["infer_per_s"].get<double>(), p["p50_us"].get<double>() / 1e3,
                     p["p99_us"].get<double>() / 1e3, p["failed"].get<std::uint64_t>(),
@@ -251,19 +252,21 @@ json sweep(const std::string& mode, const Server& server, const InferSpec& spec,
 }
 
 // sweep() over the server's gRPC port.
-json sweep_grpc(const Server& server, const InferSpec& spec, const ServeBenchOptions& o, const Window& w) {
+json sweep_grpc(const Server& server, const InferSpec& spec, const ServeBenchOptions& o, const Window& w,
+                bool streaming) {
+  const std::string mode = streaming ? "grpc_stream" : "grpc";
   const std::string request = grpc_infer_request(spec, o.request_batch, 1);
   check_grpc_reply("127.0.0.1", server.grpc_port, request, spec, o.request_batch);
   json points = json::array();
   json best;
   int flat = 0;
   for (int c : o.concurrency) {
-    json p = measure_grpc_point(server, request, c, o, w);
+    json p = measure_grpc_point(server, request, c, o, w, streaming);
     if (o.log) {
       *o.log << fmt::format(
-                    "  {:<10}{:<15} c={:<4} {:>9.0f} infer/s  p50 {:>8.2f} ms  p99 {:>8.2f} ms  failed {}  (client "
+                    "  {:<12}{:<15} c={:<4} {:>9.0f} infer/s  p50 {:>8.2f} ms  p99 {:>8.2f} ms  failed {}  (client "
                     "{:.2f} cores, server {:.2f})\n",
-                    "grpc", spec.model, c, p["infer_per_s"].get<double>(), p["p50_us"].get<double>() / 1e3,
+                    mode, spec.model, c, p["infer_per_s"].get<double>(), p["p50_us"].get<double>() / 1e3,
                     p["p99_us"].get<double>() / 1e3, p["failed"].get<std::uint64_t>(),
                     p["loadgen_cpu_cores"].get<double>(), p["server_cpu_cores"].get<double>())
              << std::flush;
@@ -404,7 +407,10 @@ json bench_model(const BenchModel& m, const ServeBenchOptions& o, const fs::path
     unbatched.model += "_unbatched";
     r["unbatched"] = sweep("unbatched", server, unbatched, o, w, true);
     r["monitored"] = monitor_cost(server, m.spec, r["served"]["concurrency"].get<int>(), o, w);
-    if (!o.skip_grpc) r["grpc"] = sweep_grpc(server, m.spec, o, w);
+    if (!o.skip_grpc) {
+      r["grpc"] = sweep_grpc(server, m.spec, o, w, false);
+      r["grpc_stream"] = sweep_grpc(server, m.spec, o, w, true);
+    }
     server.process->terminate();
   }
   // The Python anchors: "python" is FastAPI's key (as before); the others are named after themselves.
@@ -422,7 +428,8 @@ json bench_model(const BenchModel& m, const ServeBenchOptions& o, const fs::path
   if (r.contains("monitored")) r["monitor_vs_plain"] = r["monitored"]["ratio"];
   if (r.contains("grpc")) {
     r["grpc_sps"] = r["grpc"]["samples_per_s"];
-    r["grpc_vs_http"] = ratio(r, "grpc", "served");
+    r["grpc_vs_http"] = ratio(r, "grpc", "served");  // ModelInfer, one call per request
+    r["grpc_stream_vs_http"] = ratio(r, "grpc_stream", "served");
   }
   if (r["served"].contains("server_c1")) r["overhead_us"] = r["served"]["server_c1"]["overhead_us"];
   const json& c1 = r["served"]["sweep"][0];
@@ -588,7 +595,7 @@ void print_serve_bench(const json& r, std::ostream& out) {
         "limit", "-", "-", l["samples_per_s"].get<double>(), l["batch_size"].get<std::int64_t>(),
         l.value("samples_per_s_before", 0.0), l.value("samples_per_s_after", 0.0),
         l["single_forward_us"].get<double>());
-    for (const char* mode : {"served", "unbatched", "grpc", "python", "litserve", "torchserve"}) {
+    for (const char* mode : {"served", "unbatched", "grpc", "grpc_stream", "python", "litserve", "torchserve"}) {
       if (!m.contains(mode)) continue;
       const json& p = m[mode];
       out << fmt::format(
@@ -603,7 +610,7 @@ void print_serve_bench(const json& r, std::ostream& out) {
     if (m.contains("monitor_vs_plain"))
       out << fmt::format(", monitor_vs_plain {:.3f}{}", m["monitor_vs_plain"].get<double>(),
                          goal_note(r, name, "monitor_vs_plain"));
-    for (const char* k : {"grpc_vs_http", "vs_python", "vs_litserve", "vs_torchserve"}) {
+    for (const char* k : {"grpc_vs_http", "grpc_stream_vs_http", "vs_python", "vs_litserve", "vs_torchserve"}) {
       if (m.contains(k)) out << fmt::format(", {} {:.2f}{}", k, m[k].get<double>(), goal_note(r, name, k));
     }
     out << "\n";

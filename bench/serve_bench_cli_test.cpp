@@ -82,12 +82,16 @@ TEST(BenchServeCli, MlpAgainstItsAnchors) {
     for (const auto& p : m[mode]["sweep"]) expect_point(p, std::string(mode) + " sweep");
   }
   // gRPC: the same server's gRPC port, its own sweep.
-  ASSERT_TRUE(m.contains("grpc")) << log;
-  for (const auto& p : m["grpc"]["sweep"]) {
-    EXPECT_GT(p["requests"].get<std::uint64_t>(), 0u);
-    EXPECT_EQ(p["failed"].get<std::uint64_t>(), 0u) << p.dump();
-    EXPECT_LE(p["p50_us"].get<double>(), p["p99_us"].get<double>());
+  for (const char* mode : {"grpc", "grpc_stream"}) {  // ModelInfer calls, and ModelStreamInfer streams
+    ASSERT_TRUE(m.contains(mode)) << log;
+    for (const auto& p : m[mode]["sweep"]) {
+      EXPECT_GT(p["requests"].get<std::uint64_t>(), 0u);
+      EXPECT_EQ(p["failed"].get<std::uint64_t>(), 0u) << p.dump();
+      EXPECT_LE(p["p50_us"].get<double>(), p["p99_us"].get<double>());
+    }
   }
+  EXPECT_DOUBLE_EQ(m["grpc_stream_vs_http"].get<double>(),
+                   m["grpc_stream"]["samples_per_s"].get<double>() / m["served"]["samples_per_s"].get<double>());
   EXPECT_DOUBLE_EQ(m["grpc_sps"].get<double>(), m["grpc"]["samples_per_s"].get<double>());
   EXPECT_DOUBLE_EQ(m["grpc_vs_http"].get<double>(),
                    m["grpc"]["samples_per_s"].get<double>() / m["served"]["samples_per_s"].get<double>());
@@ -142,7 +146,7 @@ TEST(BenchServeCli, MlpAgainstItsAnchors) {
   EXPECT_NE(table.str().find("served_vs_limit"), std::string::npos) << table.str();
   EXPECT_NE(table.str().find("overhead_us"), std::string::npos) << table.str();
   // One progress line per measured point.
-  EXPECT_NE(log.find("served    mlp             c=4"), std::string::npos) << log;
+  EXPECT_NE(log.find("served      mlp             c=4"), std::string::npos) << log;
 }
 
 TEST(BenchServeCli, SoakSamplesRssAndTheServerDrainsOnSigterm) {

@@ -8,7 +8,9 @@
 
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -240,21 +242,54 @@ std::uint64_t rss_kib(pid_t pid) {
   return 0;
 }
 
-double process_cpu_seconds(pid_t pid) {
+namespace {
+
+// utime + stime (clock ticks) and the parent of a process; false when it is gone.
+bool read_stat(pid_t pid, std::uint64_t& ticks, pid_t& parent) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto close = s.rfind(')');
-  if (close == std::string::npos) return 0;
+  if (close == std::string::npos) return false;
   std::istringstream fields(s.substr(close + 2));
   std::string f;
   std::uint64_t utime = 0, stime = 0;
-  // Fields after the command: state(3) ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime(14)
-  // stime(15).
+  // Fields after the command: state(3) ppid(4) pgrp session tty tpgid flags minflt cminflt majflt
+  // cmajflt utime(14) stime(15).
   for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 4) parent = static_cast<pid_t>(std::stol(f));
     if (i == 14) utime = std::stoull(f);
     if (i == 15) stime = std::stoull(f);
   }
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  ticks = utime + stime;
+  return true;
+}
+
+}  // namespace
+
+double process_cpu_seconds(pid_t pid) {
+  // The process and its descendants alive now: a Python server's workers (LitServe's processes,
+  // TorchServe's Java frontend and Python workers) work for it.
+  std::map<pid_t, std::pair<std::uint64_t, pid_t>> all;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::uint64_t ticks = 0;
+    pid_t parent = 0;
+    if (read_stat(static_cast<pid_t>(std::stol(name)), ticks, parent)) all[std::stol(name)] = {ticks, parent};
+  }
+  std::uint64_t total = 0;
+  for (const auto& [p, info] : all) {
+    for (pid_t q = p; q > 1;) {
+      if (q == pid) {
+        total += info.first;
+        break;
+      }
+      const auto it = all.find(q);
+      if (it == all.end()) break;
+      q = it->second.second;
+    }
+  }
+  return static_cast<double>(total) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 bool wait_idle(pid_t pid, std::chrono::milliseconds timeout) {

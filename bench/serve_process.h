@@ -88,7 +88,7 @@ StatsDelta stats_delta(const ServerStats& before, const ServerStats& after);
 
 // /proc/PID/status VmRSS in KiB (0 if unreadable); /proc/PID/stat utime+stime in seconds.
 std::uint64_t rss_kib(pid_t pid);
-double process_cpu_seconds(pid_t pid);
+double process_cpu_seconds(pid_t pid);  // the process and its descendants
 
 // Waits until process `pid` uses under 5 % of a core over 200 ms (a server still working off the
 // requests of connections a measurement closed); false if it is still busy after `timeout`.

@@ -35,10 +35,10 @@ void add_bench_serve(CLI::App& bench) {
   auto o = std::make_shared<bench::ServeBenchOptions>();
   auto json = std::make_shared<bool>(false);
   auto resnet_input = std::make_shared<std::string>("3x224x224");
-  CLI::App* serve =
-      bench.add_subcommand("serve",
-                           "glassbox serve (HTTP and gRPC) vs raw LibTorch, itself without batching, and the Python "
-                           "servers (FastAPI, LitServe, TorchServe)");
+  CLI::App* serve = bench.add_subcommand(
+      "serve",
+      "glassbox serve (HTTP, gRPC calls and streams) vs raw LibTorch, itself without batching, and the Python "
+      "servers (FastAPI, LitServe, TorchServe)");
   serve->add_option("--models", o->models, "zoo models to bench: mlp (the quickstart model), resnet18")
       ->delimiter(',')
       ->capture_default_str();
