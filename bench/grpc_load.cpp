@@ -42,9 +42,7 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& host, int port) {
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own, not shared
-  args.SetInt(GRPC_ARG_MINIMAL_STACK, 1);
-  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  args.SetString(GRPC_ARG_OPTIMIZATION_TARGET, "throughput");
+
   return grpc::CreateCustomChannel(host + ":" + std::to_string(port), grpc::InsecureChannelCredentials(), args);
 }
 

@@ -51,11 +51,6 @@ void GrpcServer::start() {
   b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
                        static_cast<int>(o.http2_min_ping_interval.count()));
   b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, o.http2_max_ping_strikes);
-  // Throughput over latency tricks: no census/deadline/max-age filters beyond what the protocol
-  // needs, no bandwidth-delay probing on a connection that carries many small messages.
-  b.AddChannelArgument(GRPC_ARG_MINIMAL_STACK, 1);
-  b.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  b.AddChannelArgument(GRPC_ARG_OPTIMIZATION_TARGET, "throughput");
   impl_->server = b.BuildAndStart();
   if (!impl_->server || impl_->port == 0) {
     if (impl_->server) impl_->server->Shutdown();

@@ -109,8 +109,11 @@ std::size_t RequestParser::put(std::string_view data) {
     }
     return 0;
   }
+  // Beast wants more bytes after need_more, not the same ones again (its chunk parser asserts it).
+  if (data.size() <= seen_unconsumed_) return 0;
   error_code ec;
   const std::size_t used = basic_parser::put(boost::asio::const_buffer(data.data(), data.size()), ec);
+  seen_unconsumed_ = ec == http::error::need_more ? data.size() - used : 0;
   if (ec == http::error::bad_version && !failure_) {
     // Beast reads only HTTP/1.x and may refuse before the line ends; whether the answer is 505
     // (a well-formed other version, RFC 9110 §15.6.6) or 400 depends on the whole line.

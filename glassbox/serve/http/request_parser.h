@@ -112,7 +112,8 @@ class RequestParser : private boost::beast::http::basic_parser<true> {
   std::size_t head_bytes_ = 0;
   std::size_t trailer_bytes_ = 0;
   int host_fields_ = 0;
-  bool version_pending_ = false;  // Beast refused the version before the request line ended
+  bool version_pending_ = false;     // Beast refused the version before the request line ended
+  std::size_t seen_unconsumed_ = 0;  // bytes Beast saw and left for more (need_more)
   bool has_content_length_ = false;
   std::string transfer_encoding_;  // every Transfer-Encoding field, joined with ", "
   std::string expect_;
