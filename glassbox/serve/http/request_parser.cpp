@@ -124,6 +124,15 @@ std::size_t RequestParser::put(std::string_view data) {
   return used;
 }
 
+// GCC 12 at -O1 with the sanitizers takes Beast's boost::optional for maybe-uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+std::optional<std::uint64_t> RequestParser::declared_length() const {
+  const boost::optional<std::uint64_t> n = content_length();
+  return n ? std::optional<std::uint64_t>(*n) : std::nullopt;
+}
+#pragma GCC diagnostic pop
+
 void RequestParser::classify_version(std::string_view line) {
   std::vector<std::string_view> parts;
   for (std::size_t at = 0; at <= line.size();) {

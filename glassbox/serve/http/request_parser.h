@@ -79,10 +79,7 @@ class RequestParser : private boost::beast::http::basic_parser<true> {
   // Bytes of the head seen so far (request line and fields, with their CRLFs).
   std::size_t head_bytes() const { return head_bytes_; }
   // Declared body length (nullopt: chunked or none), known after head_done().
-  std::optional<std::uint64_t> declared_length() const {
-    const auto n = content_length();
-    return n ? std::optional<std::uint64_t>(*n) : std::nullopt;
-  }
+  std::optional<std::uint64_t> declared_length() const;
 
  private:
   using string_view = boost::beast::string_view;
