@@ -1,4 +1,5 @@
 // GrpcOptions::validate: one InvalidArgument per bad option, naming the option and its CLI flag.
+// Tested through GrpcServer (server_test.cpp) and `glassbox serve` (tests/serve/grpc_test.py).
 #include "glassbox/serve/grpc/options.h"
 
 #include <string>

@@ -1,4 +1,6 @@
 // GRPCInferenceService's unary RPCs and ModelInfer (see service.h); the stream is stream.cpp.
+// Tested over a real channel in server_test.cpp (every RPC, errors, the API key, shutdown) and
+// against tritonclient.grpc in tests/serve/grpc_test.py.
 #include "glassbox/serve/grpc/service.h"
 
 #include <atomic>

@@ -1,4 +1,6 @@
 // RequestParser: Beast's tokenizer under glassbox's framing rules (see request_parser.h).
+// Tested in framing_test.cpp (each rule, fed byte by byte and whole), by the fuzz_http_request
+// target (tests/fuzz) and over raw sockets in tests/serve/http_framing_test.py.
 #include "glassbox/serve/http/request_parser.h"
 
 #include <algorithm>

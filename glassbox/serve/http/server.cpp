@@ -1,4 +1,7 @@
 // HttpServer on Boost.Beast: listeners, one session per connection, graceful stop; see server.h.
+// Over 600 lines because a session's states (reading with per-phase deadlines, held by the
+// engine, writing, lingering, stopping) only make sense together; the framing rules themselves
+// are request_parser.cpp.
 //
 // Threads. One single-threaded io_context per I/O thread (IoPool); each connection lives on one.
 //
