@@ -217,27 +217,26 @@ json measure_grpc_point(const Server& server, const std::string& request, int co
   return p;
 }
 
-// Concurrency levels in order until throughput stops rising (two levels less than 3 % above the best so far).
-json sweep(const std::string& mode, const Server& server, const InferSpec& spec, const ServeBenchOptions& o,
-           const Window& w, bool server_stats) {
-  const HttpRequestSpec request = binary_infer_request(spec, o.request_batch, 1);
-  check_infer_reply(http_call("127.0.0.1", server.port, request), spec, o.request_batch, mode + " server");
+// Concurrency levels in order until throughput stops rising (two levels less than 3 % above the
+// best so far: one level alone may be noise); `measure(c)` takes one point. The best point, with
+// the whole sweep under "sweep".
+template <typename Measure>
+json saturate(const std::string& mode, const std::string& model, const ServeBenchOptions& o, Measure&& measure) {
   json points = json::array();
   json best;
   int flat = 0;
   for (int c : o.concurrency) {
-    json p = measure_point(server, spec, request, c, o, w, server_stats && c == 1);
+    json p = measure(c);
     if (o.log) {
       *o.log << fmt::format(
                     "  {:<12}{:<15} c={:<4} {:>9.0f} infer/s  p50 {:>8.2f} ms  p99 {:>8.2f} ms  failed {}  (client "
                     "{:.2f} cores, server {:.2f})\n",
-                    mode, spec.model, c, p["infer_per_s"].get<double>(), p["p50_us"].get<double>() / 1e3,
+                    mode, model, c, p["infer_per_s"].get<double>(), p["p50_us"].get<double>() / 1e3,
                     p["p99_us"].get<double>() / 1e3, p["failed"].get<std::uint64_t>(),
                     p["loadgen_cpu_cores"].get<double>(), p["server_cpu_cores"].get<double>())
              << std::flush;
     }
     points.push_back(p);
-    // Saturated once two levels in a row add less than 3 % (one level alone may be noise).
     const double t = p["infer_per_s"].get<double>();
     const bool rising = best.is_null() || t > 1.03 * best["infer_per_s"].get<double>();
     if (best.is_null() || t > best["infer_per_s"].get<double>()) best = p;
@@ -247,40 +246,28 @@ json sweep(const std::string& mode, const Server& server, const InferSpec& spec,
   json result = best;
   result.erase("server");
   result["sweep"] = points;
-  if (server_stats && points[0]["concurrency"] == 1) result["server_c1"] = points[0]["server"];
   return result;
 }
 
-// sweep() over the server's gRPC port.
+// An HTTP server's sweep (with the server's statistics at concurrency 1 when asked).
+json sweep(const std::string& mode, const Server& server, const InferSpec& spec, const ServeBenchOptions& o,
+           const Window& w, bool server_stats) {
+  const HttpRequestSpec request = binary_infer_request(spec, o.request_batch, 1);
+  check_infer_reply(http_call("127.0.0.1", server.port, request), spec, o.request_batch, mode + " server");
+  json result = saturate(mode, spec.model, o,
+                         [&](int c) { return measure_point(server, spec, request, c, o, w, server_stats && c == 1); });
+  const json& first = result["sweep"][0];
+  if (server_stats && first["concurrency"] == 1) result["server_c1"] = first["server"];
+  return result;
+}
+
+// The same over the server's gRPC port: ModelInfer calls, or ModelStreamInfer streams.
 json sweep_grpc(const Server& server, const InferSpec& spec, const ServeBenchOptions& o, const Window& w,
                 bool streaming) {
-  const std::string mode = streaming ? "grpc_stream" : "grpc";
   const std::string request = grpc_infer_request(spec, o.request_batch, 1);
   check_grpc_reply("127.0.0.1", server.grpc_port, request, spec, o.request_batch);
-  json points = json::array();
-  json best;
-  int flat = 0;
-  for (int c : o.concurrency) {
-    json p = measure_grpc_point(server, request, c, o, w, streaming);
-    if (o.log) {
-      *o.log << fmt::format(
-                    "  {:<12}{:<15} c={:<4} {:>9.0f} infer/s  p50 {:>8.2f} ms  p99 {:>8.2f} ms  failed {}  (client "
-                    "{:.2f} cores, server {:.2f})\n",
-                    mode, spec.model, c, p["infer_per_s"].get<double>(), p["p50_us"].get<double>() / 1e3,
-                    p["p99_us"].get<double>() / 1e3, p["failed"].get<std::uint64_t>(),
-                    p["loadgen_cpu_cores"].get<double>(), p["server_cpu_cores"].get<double>())
-             << std::flush;
-    }
-    points.push_back(p);
-    const double t = p["infer_per_s"].get<double>();
-    const bool rising = best.is_null() || t > 1.03 * best["infer_per_s"].get<double>();
-    if (best.is_null() || t > best["infer_per_s"].get<double>()) best = p;
-    flat = rising ? 0 : flat + 1;
-    if (flat == 2) break;
-  }
-  json result = best;
-  result["sweep"] = points;
-  return result;
+  return saturate(streaming ? "grpc_stream" : "grpc", spec.model, o,
+                  [&](int c) { return measure_grpc_point(server, request, c, o, w, streaming); });
 }
 
 // The monitored model with its monitor observing every request and paused (sample rate 0, set
