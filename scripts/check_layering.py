@@ -12,7 +12,7 @@ Rules, for every glassbox/**/*.{h,hpp,cpp,cc}:
      header is LibTorch-free all the way down (the engine's torch-free interface).
   2. Public headers (*.h, *.hpp) never include the LibTorch umbrella <torch/torch.h>; the
      precompiled header serves the .cpp files.
-  3. base, monitor, serve/http and serve/grpc include no LibTorch header at all (torch/, ATen/, c10/, caffe2/).
+  3. base, monitor, serve/net, serve/http and serve/grpc include no LibTorch header at all (torch/, ATen/, c10/, caffe2/).
   4. Each module's CMake library (`gb_add_library(NAME ... DEPS a b ...)` in its CMakeLists.txt)
      depends only on modules the graph lets it use (libraries outside glassbox/, such as the
      benchmarks' `bench`, are not checked).
@@ -44,8 +44,9 @@ GRAPH: dict[str, tuple[str, ...]] = {
     "report": ("metrics",),
     "monitor": ("base",),
     "serve/engine": ("export", "metrics", "core", "monitor"),
-    "serve/http": ("base", "monitor"),  # + LibTorch-free serve/engine headers (rule 1)
-    "serve/grpc": ("base", "monitor"),  # + the same, and export's generated model_config.proto
+    "serve/net": ("base",),
+    "serve/http": ("base", "monitor", "serve/net"),  # + LibTorch-free serve/engine headers (rule 1)
+    "serve/grpc": ("base", "monitor", "serve/net"),  # + the same, and export's generated model_config.proto
     "app": ("train", "inspect", "explain", "export", "report", "monitor"),
     "testing": ("base",),  # helpers linked only by tests
     "cli": ("app", "serve/engine", "serve/http", "serve/grpc"),
@@ -55,7 +56,7 @@ GRAPH_DOC = Path("docs") / "architecture.md"
 CMAKE_LIBRARY_RE = re.compile(r"gb_add_library\(\s*(\w+)(.*?)\)", re.S)
 # CMake library names that are not their directory's name.
 LIBRARY_MODULE = {"serve_api": "serve/engine", "serve_engine": "serve/engine", "serve_http": "serve/http",
-                  "serve_grpc": "serve/grpc"}
+                  "serve_grpc": "serve/grpc", "serve_net": "serve/net"}
 # The front ends: torch-free, they reach serve/engine only through its LibTorch-free headers.
 FRONT_ENDS = ("serve/http", "serve/grpc")
 
@@ -97,7 +98,7 @@ def load_graph(root: Path) -> None:
             return
 
 
-TORCH_FREE_MODULES = ("base", "monitor", "serve/http", "serve/grpc")
+TORCH_FREE_MODULES = ("base", "monitor", "serve/net", "serve/http", "serve/grpc")
 TORCH_UMBRELLAS = ("torch/torch.h", "torch/all.h", "torch/extension.h")
 TORCH_PREFIXES = ("torch/", "ATen/", "c10/", "caffe2/")
 SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc")

@@ -1,13 +1,12 @@
-// zlib behind the content codings of compression.h.
+// The content codings of compression.h, on serve/net's zlib.
 #include "glassbox/serve/http/compression.h"
-
-#include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
 #include <utility>
 
 #include "glassbox/serve/http/routes.h"
+#include "glassbox/serve/net/zlib.h"
 
 namespace glassbox::serve {
 namespace {
@@ -21,65 +20,21 @@ std::string lower_trim(std::string_view s) {
   return out;
 }
 
-// Inflates `in` with zlib's `window_bits`; false (and `error` set) when the data is not valid.
-bool inflate_all(std::string_view in, int window_bits, std::size_t max_bytes, const std::string& name, std::string& out,
-                 std::string& error) {
-  z_stream zs{};
-  if (inflateInit2(&zs, window_bits) != Z_OK) {
-    throw Error(ErrorCode::kInternal, "zlib could not start inflating the " + name + " request body");
-  }
-  struct End {
-    z_stream* zs;
-    ~End() { inflateEnd(zs); }
-  } end{&zs};
-  out.clear();
-  out.resize(std::min<std::size_t>(std::max<std::size_t>(in.size() * 4, 4096), max_bytes + 1));
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  zs.avail_in = static_cast<uInt>(in.size());
-  std::size_t produced = 0;
-  for (;;) {
-    if (produced == out.size()) {
-      if (out.size() > max_bytes) {
-        throw HttpError(413,
-                        "request body is larger than the limit of " + std::to_string(max_bytes) + " bytes after " +
-                            name + " decompression",
-                        std::string("send a smaller request, or raise the server's --max-body-mib"));
-      }
-      out.resize(std::min<std::size_t>(out.size() * 2, max_bytes + 1));
-    }
-    zs.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
-    zs.avail_out = static_cast<uInt>(std::min<std::size_t>(out.size() - produced, 1u << 30));
-    const uInt before = zs.avail_out;
-    const int rc = inflate(&zs, Z_NO_FLUSH);
-    produced += before - zs.avail_out;
-    if (rc == Z_STREAM_END) {
-      if (zs.avail_in > 0 && window_bits > 15) {  // another gzip member follows
-        if (inflateReset(&zs) != Z_OK) break;
-        continue;
-      }
-      if (zs.avail_in > 0) {
-        error = std::to_string(zs.avail_in) + " bytes follow the end of the compressed data";
-        return false;
-      }
-      break;
-    }
-    if (rc == Z_OK) continue;
-    if (rc == Z_BUF_ERROR && zs.avail_out > 0) {
-      error = "the compressed data is truncated";
+// Inflates `in` as `coding` says; false (and `error` set) when the data is not valid.
+bool inflate_body(std::string_view in, int window_bits, std::size_t max_bytes, const std::string& coding,
+                  std::string& out, std::string& error) {
+  switch (inflate_limited(in, window_bits, max_bytes, out, error)) {
+    case Inflated::kOk:
+      return true;
+    case Inflated::kCorrupt:
       return false;
-    }
-    if (rc == Z_BUF_ERROR) continue;
-    error = zs.msg ? zs.msg : "zlib error " + std::to_string(rc);
-    return false;
+    case Inflated::kTooLarge:
+      break;
   }
-  if (produced > max_bytes) {
-    throw HttpError(413,
-                    "request body is larger than the limit of " + std::to_string(max_bytes) + " bytes after " + name +
-                        " decompression",
-                    std::string("send a smaller request, or raise the server's --max-body-mib"));
-  }
-  out.resize(produced);
-  return true;
+  throw HttpError(413,
+                  "request body is larger than the limit of " + std::to_string(max_bytes) + " bytes after " + coding +
+                      " decompression",
+                  std::string("send a smaller request, or raise the server's --max-body-mib"));
 }
 
 }  // namespace
@@ -99,10 +54,10 @@ std::shared_ptr<const std::string> decode_content(std::shared_ptr<const std::str
   auto out = std::make_shared<std::string>();
   std::string error;
   // gzip: gzip header (16); deflate: zlib header (15), then raw deflate (-15) as some clients send.
-  bool ok = inflate_all(in, is_gzip ? 15 + 16 : 15, max_bytes, coding, *out, error);
+  bool ok = inflate_body(in, is_gzip ? kGzipWindow : kZlibWindow, max_bytes, coding, *out, error);
   if (!ok && !is_gzip) {
     std::string raw_error;
-    ok = inflate_all(in, -15, max_bytes, coding, *out, raw_error);
+    ok = inflate_body(in, kRawWindow, max_bytes, coding, *out, raw_error);
   }
   if (!ok) {
     throw Error(ErrorCode::kInvalidArgument, "cannot decompress the " + coding + " request body: " + error,
@@ -126,23 +81,6 @@ bool accepts_gzip(std::string_view header) {
     if (q.find_first_not_of("0.") != std::string::npos) return true;  // any non-zero digit
   }
   return false;
-}
-
-std::string gzip(std::string_view data) {
-  z_stream zs{};
-  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    throw Error(ErrorCode::kInternal, "zlib could not start compressing a response");
-  }
-  std::string out(deflateBound(&zs, static_cast<uLong>(data.size())), '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  const int rc = deflate(&zs, Z_FINISH);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  if (rc != Z_STREAM_END) throw Error(ErrorCode::kInternal, "zlib could not compress a response");
-  return out;
 }
 
 }  // namespace glassbox::serve

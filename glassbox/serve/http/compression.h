@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "glassbox/serve/net/zlib.h"
+
 namespace glassbox::serve {
 
 // `encoding`: the Content-Encoding header ("" or "identity": `body` itself; "gzip"/"x-gzip";
@@ -24,7 +26,6 @@ std::shared_ptr<const std::string> decode_content(std::shared_ptr<const std::str
 // True when an Accept-Encoding header allows gzip (a "gzip" or "*" token without q=0).
 bool accepts_gzip(std::string_view accept_encoding);
 
-// The gzip (RFC 1952) encoding of `data`.
-std::string gzip(std::string_view data);
+// gzip(data): serve/net/zlib.h.
 
 }  // namespace glassbox::serve

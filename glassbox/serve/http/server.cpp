@@ -44,7 +44,7 @@
 #include <boost/beast/http.hpp>
 
 #include "glassbox/base/error.h"
-#include "glassbox/serve/http/io_pool.h"
+#include "glassbox/serve/net/io_pool.h"
 #include "glassbox/serve/http/metrics.h"
 #include "glassbox/serve/http/request_parser.h"
 #include "glassbox/serve/http/routes.h"

@@ -1,4 +1,4 @@
-#include "glassbox/serve/http/io_pool.h"
+#include "glassbox/serve/net/io_pool.h"
 
 #include <sched.h>
 

@@ -1,6 +1,6 @@
-// IoPool: the HTTP front end's I/O threads, one single-threaded io_context each. A connection lives
-// on one of them (round-robin), so its handlers never race and no strand or cross-thread hand-off
-// is needed on the request path.
+// IoPool: the I/O threads of the HTTP and gRPC front ends, one single-threaded io_context each. A
+// connection lives on one of them (round-robin), so its handlers never race and no strand or
+// cross-thread hand-off is needed on the request path.
 //
 //   IoPool pool(2, std::chrono::microseconds(200));
 //   net::io_context& ioc = pool.next();   // where a new connection goes
