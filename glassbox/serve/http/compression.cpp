@@ -24,12 +24,9 @@ std::string lower_trim(std::string_view s) {
 bool inflate_body(std::string_view in, int window_bits, std::size_t max_bytes, const std::string& coding,
                   std::string& out, std::string& error) {
   switch (inflate_limited(in, window_bits, max_bytes, out, error)) {
-    case Inflated::kOk:
-      return true;
-    case Inflated::kCorrupt:
-      return false;
-    case Inflated::kTooLarge:
-      break;
+    case Inflated::kOk: return true;
+    case Inflated::kCorrupt: return false;
+    case Inflated::kTooLarge: break;
   }
   throw HttpError(413,
                   "request body is larger than the limit of " + std::to_string(max_bytes) + " bytes after " + coding +

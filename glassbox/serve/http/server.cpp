@@ -1,5 +1,5 @@
 // HttpServer on Boost.Beast: listeners, one session per connection, graceful stop; see server.h.
-// Over 600 lines because a session's states (reading with per-phase deadlines, held by the
+// Long because a session's states (reading with per-phase deadlines, held by the
 // engine, writing, lingering, stopping) only make sense together; the framing rules themselves
 // are request_parser.cpp.
 //
@@ -44,10 +44,12 @@
 #include <boost/beast/http.hpp>
 
 #include "glassbox/base/error.h"
-#include "glassbox/serve/net/io_pool.h"
 #include "glassbox/serve/http/metrics.h"
 #include "glassbox/serve/http/request_parser.h"
 #include "glassbox/serve/http/routes.h"
+#include "glassbox/serve/net/gate.h"
+#include "glassbox/serve/net/io_pool.h"
+#include "glassbox/serve/net/listener.h"
 
 namespace glassbox::serve {
 namespace {
@@ -56,27 +58,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
-
-// Lets engine callbacks post into the io_context only while it exists: enter() fails once closed,
-// close() waits for the callers inside to leave.
-class Gate {
- public:
-  bool enter() {
-    users_.fetch_add(1);
-    if (open_.load()) return true;
-    users_.fetch_sub(1);
-    return false;
-  }
-  void leave() { users_.fetch_sub(1); }
-  void close() {
-    open_.store(false);
-    while (users_.load() != 0) std::this_thread::yield();
-  }
-
- private:
-  std::atomic<int> users_{0};
-  std::atomic<bool> open_{true};
-};
 
 class Session;
 using Handler = std::function<void(const HttpRequest&, Reply)>;
@@ -455,65 +436,13 @@ class Session : public std::enable_shared_from_this<Session> {
   bool timed_out_ = false;      // expire() cancelled a slow request's read
 };
 
-class Listener : public std::enable_shared_from_this<Listener> {
- public:
-  Listener(IoPool& pool, Core& core, const Handler& handler)
-      : pool_(pool), acceptor_(pool.first()), retry_(pool.first()), core_(core), handler_(handler) {}
-
-  // Binds and listens; `flag` names the CLI option that picks this port.
-  void bind(const tcp::endpoint& endpoint, const std::string& address, const char* flag) {
-    beast::error_code ec;
-    acceptor_.open(endpoint.protocol(), ec);
-    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
-    if (!ec) acceptor_.bind(endpoint, ec);
-    if (ec == net::error::address_in_use) {
-      throw Error(
-          ErrorCode::kUnavailable, "port " + std::to_string(endpoint.port()) + " is in use on " + address,
-          std::string("stop the other server on it, or pick another port with ") + flag + " (0: any free port)");
-    }
-    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
-    if (ec) {
-      throw Error(ErrorCode::kUnavailable,
-                  "cannot listen on " + address + ":" + std::to_string(endpoint.port()) + ": " + ec.message(),
-                  std::string("check --address and ") + flag);
-    }
-  }
-  int port() const { return acceptor_.local_endpoint().port(); }
-
-  void accept() {
-    acceptor_.async_accept(pool_.next(), beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
-  }
-  void close() {
-    net::post(acceptor_.get_executor(), [self = shared_from_this()] {
-      beast::error_code ignored;
-      self->acceptor_.close(ignored);
-      self->retry_.cancel();
-    });
-  }
-
- private:
-  void on_accept(beast::error_code ec, tcp::socket socket) {  // on the first context; `socket` on next()'s
-    if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
-    if (ec) {  // e.g. out of file descriptors: try again shortly instead of spinning
-      retry_.expires_after(std::chrono::milliseconds(50));
-      retry_.async_wait([self = shared_from_this()](beast::error_code e) {
-        if (!e) self->accept();
-      });
-      return;
-    }
-    if (core_.stopping.load()) return;  // the socket closes as it goes out of scope
-    beast::error_code ignored;
-    socket.set_option(tcp::no_delay(true), ignored);
-    std::make_shared<Session>(std::move(socket), core_, handler_)->start();
-    accept();
-  }
-
-  IoPool& pool_;
-  tcp::acceptor acceptor_;
-  net::steady_timer retry_;
-  Core& core_;
-  const Handler& handler_;
-};
+// Starts a session for each accepted connection (on the first context's thread).
+Listener::OnSocket start_sessions(Core& core, const Handler& handler) {
+  return [&core, &handler](tcp::socket socket) {
+    if (core.stopping.load()) return;  // the socket closes as it goes out of scope
+    std::make_shared<Session>(std::move(socket), core, handler)->start();
+  };
+}
 
 }  // namespace
 
@@ -591,19 +520,12 @@ void HttpServer::start() {
   GB_CHECK(!m.started, FailedPrecondition, "the HTTP server was already started", std::string("start it once"));
   const HttpOptions& o = m.core.options;
   o.validate();
-  beast::error_code ec;
-  tcp::resolver resolver(m.pool.first());
-  auto results = resolver.resolve(o.address, "0", tcp::resolver::passive | tcp::resolver::numeric_service, ec);
-  if (ec || results.empty()) {
-    throw Error(ErrorCode::kInvalidArgument, "cannot resolve the address '" + o.address + "': " + ec.message(),
-                std::string("pass --address as an IP address: 0.0.0.0 (every interface), 127.0.0.1 or ::"));
-  }
-  const auto ip = results.begin()->endpoint().address();
-  auto http_listener = std::make_shared<Listener>(m.pool, m.core, m.api);
+  const auto ip = resolve_address(m.pool.first(), o.address);
+  auto http_listener = std::make_shared<Listener>(m.pool, start_sessions(m.core, m.api));
   http_listener->bind(tcp::endpoint(ip, static_cast<unsigned short>(o.http_port)), o.address, "--http-port");
   std::shared_ptr<Listener> metrics_listener;
   if (o.metrics_port >= 0) {
-    metrics_listener = std::make_shared<Listener>(m.pool, m.core, m.metrics);
+    metrics_listener = std::make_shared<Listener>(m.pool, start_sessions(m.core, m.metrics));
     metrics_listener->bind(tcp::endpoint(ip, static_cast<unsigned short>(o.metrics_port)), o.address, "--metrics-port");
   }
   m.http_port = http_listener->port();
