@@ -172,6 +172,7 @@ void run_serve(const ServeArgs& a) {
   serve::GrpcOptions go = a.grpc;
   go.address = a.address;
   go.port = a.grpc_port;
+  go.busy_poll = ho.busy_poll;
   go.api_key = ho.api_key;
   go.protect_inference = ho.protect_inference;
   go.validate();
@@ -304,9 +305,11 @@ void add_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", a->threads, "HTTP I/O threads (0: one per core, at least 2)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--grpc-threads", a->grpc.threads, "gRPC I/O threads (0: one per core, at least 2)")
+      ->check(CLI::Range(0, 1024));
   cmd->add_option("--busy-poll-us", a->busy_poll_us,
-                  "after its last event an HTTP I/O thread polls this long before it sleeps, so replies find it "
-                  "awake (0: sleep at once)")
+                  "after its last event an HTTP or gRPC I/O thread polls this long before it "
+                  "sleeps, so replies find it awake (0: sleep at once)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
   cmd->add_option("--intra-op-threads", a->intra_op_threads,

@@ -3,6 +3,7 @@
 #include "glassbox/serve/grpc/codec.h"
 
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <set>
 #include <string>
@@ -308,6 +309,19 @@ grpc::StatusCode grpc_code(ErrorCode code) {
 }
 
 grpc::Status to_status(const Error& error) { return grpc::Status(grpc_code(error.code()), error.one_line()); }
+
+grpc::Status status_of(const std::function<void()>& body) {
+  try {
+    body();
+    return grpc::Status::OK;
+  } catch (const Error& e) {
+    return to_status(e);
+  } catch (const std::exception& e) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, "internal error");
+  }
+}
 
 std::int64_t parse_model_version(const std::string& v, const std::string& model) {
   if (v.empty()) return 0;

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -45,6 +46,8 @@ namespace glassbox::serve {
 
 grpc::StatusCode grpc_code(ErrorCode code);
 grpc::Status to_status(const Error& error);
+// Runs `body`: OK, or the status of what it threw (an Error by its code, anything else INTERNAL).
+grpc::Status status_of(const std::function<void()>& body);
 
 // "" -> 0 (the highest ready version); decimal digits -> the version; anything else
 // InvalidArgument naming the model.

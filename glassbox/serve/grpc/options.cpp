@@ -2,7 +2,9 @@
 // Tested through GrpcServer (server_test.cpp) and `glassbox serve` (tests/serve/grpc_test.py).
 #include "glassbox/serve/grpc/options.h"
 
+#include <algorithm>
 #include <string>
+#include <thread>
 
 #include "glassbox/base/error.h"
 
@@ -34,8 +36,18 @@ void GrpcOptions::validate() const {
   GB_CHECK(http2_max_ping_strikes >= 0, InvalidArgument,
            "http2_max_ping_strikes must be >= 0, got " << http2_max_ping_strikes,
            std::string("use the default, 2 (0: no limit)"));
+  GB_CHECK(threads >= 0 && threads <= 1024, InvalidArgument, "grpc threads must be 0..1024, got " << threads,
+           std::string("pass --grpc-threads N (0: one per core, at least 2)"));
+  GB_CHECK(busy_poll.count() >= 0 && busy_poll.count() <= 1000000, InvalidArgument,
+           "busy_poll must be 0..1000000 us, got " << busy_poll.count(),
+           std::string("pass --busy-poll-us N (0: threads sleep at once)"));
   GB_CHECK(stop_grace.count() >= 0, InvalidArgument, "stop_grace must be >= 0, got " << stop_grace.count() << " ms",
            std::string("use the default, 2000 ms"));
+}
+
+int GrpcOptions::resolved_threads() const {
+  if (threads > 0) return threads;
+  return std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 }  // namespace glassbox::serve

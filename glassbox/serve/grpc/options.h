@@ -33,10 +33,15 @@ struct GrpcOptions {
   int http2_max_pings_without_data = 2;                        // 0: no limit
   std::chrono::milliseconds http2_min_ping_interval{300'000};  // clients' pings closer are strikes
   int http2_max_ping_strikes = 2;                              // 0: no limit
+  // I/O threads, each serving its share of the connections (0: one per core, at least 2), and
+  // how long each polls after its last event before it sleeps (0: sleep at once).
+  int threads = 0;
+  std::chrono::microseconds busy_poll{200};
   // At stop(): how long calls in flight may take before they are cancelled.
   std::chrono::milliseconds stop_grace{2000};
 
   bool enabled() const { return port >= 0; }
+  int resolved_threads() const;
   // InvalidArgument naming the option.
   void validate() const;
 };

@@ -1,23 +1,57 @@
-// GrpcServer: builds the grpc::Server (limits, keep-alive, the listening port) around
-// InferenceService and shuts it down with a deadline; see server.h.
+// GrpcServer: the I/O threads, the listener, the connections and their sweeper; see server.h.
+// The protocol is connection.cpp (HTTP/2 on nghttp2), the RPCs rpcs.cpp.
 #include "glassbox/serve/grpc/server.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
-#include <grpcpp/grpcpp.h>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "glassbox/base/error.h"
-#include "glassbox/serve/grpc/service.h"
+#include "glassbox/serve/grpc/connection.h"
+#include "glassbox/serve/net/io_pool.h"
+#include "glassbox/serve/net/listener.h"
 
 namespace glassbox::serve {
 
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
 struct GrpcServer::Impl {
-  Impl(Engine& e, GrpcOptions o) : engine(e), options(std::move(o)), service(engine, options) {}
-  Engine& engine;
-  GrpcOptions options;
-  InferenceService service;
-  std::unique_ptr<grpc::Server> server;
+  Impl(Engine& e, GrpcOptions o)
+      : shared(e, std::move(o)),
+        pool(shared.options.resolved_threads(), shared.options.busy_poll),
+        sweeper(pool.first()) {}
+
+  std::vector<std::shared_ptr<Connection>> connections() {
+    std::vector<std::shared_ptr<Connection>> out;
+    std::lock_guard lock(shared.mu);
+    for (Connection* c : shared.connections)
+      if (auto p = c->weak_from_this().lock()) out.push_back(std::move(p));
+    return out;
+  }
+  bool wait_connections(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(shared.mu);
+    return shared.cv.wait_for(lock, timeout, [this] { return shared.connections.empty(); });
+  }
+  // Lets each connection act on its passed deadlines (calls' grpc-timeout, keep-alive pings, the
+  // handshake), every 20 ms.
+  void sweep() {
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& c : connections()) c->check(now);
+    sweeper.expires_after(std::chrono::milliseconds(20));
+    sweeper.async_wait([this](boost::system::error_code ec) {
+      if (!ec) sweep();
+    });
+  }
+
+  ConnectionShared shared;  // before the pool: outlives the connections its io_contexts destroy
+  IoPool pool;
+  net::steady_timer sweeper;  // after the pool: destroyed before it
+  std::shared_ptr<Listener> listener;
   int port = 0;
   bool started = false;
   bool stopped = false;
@@ -31,46 +65,43 @@ GrpcServer::GrpcServer(Engine& engine, GrpcOptions options) {
 GrpcServer::~GrpcServer() { stop(); }
 
 void GrpcServer::start() {
-  const GrpcOptions& o = impl_->options;
-  GB_CHECK(!impl_->started, FailedPrecondition, "the gRPC server was started already", std::string());
+  Impl& m = *impl_;
+  const GrpcOptions& o = m.shared.options;
+  GB_CHECK(!m.started, FailedPrecondition, "the gRPC server was started already", std::string());
   GB_CHECK(o.enabled(), FailedPrecondition, "the gRPC server is off (port -1)", std::string("pass --grpc-port PORT"));
-  impl_->started = true;
-  const std::string host = o.address.find(':') != std::string::npos ? "[" + o.address + "]" : o.address;
-  const std::string where = host + ":" + std::to_string(o.port);
-
-  grpc::ServerBuilder b;
-  b.AddListeningPort(where, grpc::InsecureServerCredentials(), &impl_->port);
-  b.RegisterService(&impl_->service);
-  b.SetMaxReceiveMessageSize(o.max_receive_bytes);
-  b.SetMaxSendMessageSize(o.max_send_bytes);
-  b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(o.keepalive_time.count()));
-  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(o.keepalive_timeout.count()));
-  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, o.keepalive_permit_without_calls ? 1 : 0);
-  b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, o.http2_max_pings_without_data);
-  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-                       static_cast<int>(o.http2_min_ping_interval.count()));
-  b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, o.http2_max_ping_strikes);
-  impl_->server = b.BuildAndStart();
-  if (!impl_->server || impl_->port == 0) {
-    if (impl_->server) impl_->server->Shutdown();
-    impl_->server.reset();
-    throw Error(ErrorCode::kUnavailable,
-                "cannot listen for gRPC on " + where + " (port " + std::to_string(o.port) +
-                    " is in use, or the address is not one of this machine's)",
-                "pass another --grpc-port (0: any free port, -1: no gRPC) or --address");
-  }
+  const auto ip = resolve_address(m.pool.first(), o.address);
+  auto listener = std::make_shared<Listener>(m.pool, [&m](tcp::socket socket) {
+    if (m.shared.stopping.load()) return;  // the socket closes as it goes out of scope
+    start_connection(std::move(socket), m.shared);
+  });
+  listener->bind(tcp::endpoint(ip, static_cast<unsigned short>(o.port)), o.address, "--grpc-port");
+  m.port = listener->port();
+  m.listener = std::move(listener);
+  m.started = true;
+  m.pool.run();
+  net::post(m.pool.first(), [&m] { m.sweep(); });
+  m.listener->accept();
 }
 
 int GrpcServer::port() const { return impl_->port; }
 
-void GrpcServer::stop() { stop(impl_->options.stop_grace); }
+void GrpcServer::stop() { stop(impl_->shared.options.stop_grace); }
 
 void GrpcServer::stop(std::chrono::milliseconds grace) {
-  if (!impl_->server || impl_->stopped) return;
-  impl_->stopped = true;
-  impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
-  impl_->server->Wait();
+  Impl& m = *impl_;
+  if (!m.started || m.stopped) return;
+  m.stopped = true;
+  m.shared.stopping.store(true);
+  m.listener->close();
+  for (const auto& c : m.connections()) c->begin_stop();
+  if (!m.wait_connections(grace)) {
+    for (const auto& c : m.connections()) c->abort();
+    m.wait_connections(std::chrono::seconds(1));  // the CANCELLED trailers are written, then they close
+  }
+  net::post(m.pool.first(), [&m] { m.sweeper.cancel(); });
+  m.pool.stop();
+  m.shared.gate->close();
+  m.listener.reset();
 }
 
 }  // namespace glassbox::serve

@@ -1,21 +1,22 @@
 // GrpcServer: glassbox serve's KServe v2 gRPC front end (Triton's inference.GRPCInferenceService,
-// proto/grpc_service.proto) on grpc++'s callback API, beside the HTTP one and over the same engine
-// (so the same models, batcher, statistics and metrics).
+// proto/grpc_service.proto), beside the HTTP one and over the same engine (so the same models,
+// batcher, statistics and metrics).
 //
 //   std::unique_ptr<serve::Engine> engine = serve::make_engine(engine_options);
 //   serve::GrpcOptions o;                    // options.h: address, port, limits, keep-alive, API key
 //   serve::GrpcServer grpc(*engine, o);
-//   grpc.start();                            // binds; Unavailable "port 8001 is in use ..."
+//   grpc.start();                            // binds; Unavailable "port 8001 is in use on ..."
 //   std::cout << grpc.port();
 //   ...                                      // SIGTERM:
 //   engine->begin_shutdown();                // ServerReady false, new inferences UNAVAILABLE
 //   engine->drain(timeout);                  // the server keeps answering meanwhile
 //   grpc.stop();                             // no new calls; calls in flight finish or are cancelled
 //
-// Design: no thread waits for a model. Every RPC returns a reactor at once; inference finishes the
-// call from the engine's callback (service.h, stream.cpp). Messages up to INT_MAX bytes both ways,
-// HTTP/2 keep-alive as Triton configures it, SO_REUSEPORT off (a port in use is an error, not a
-// second server sharing it).
+// Design: gRPC's HTTP/2 transport is glassbox's own, on nghttp2 and the same I/O threads design
+// as the HTTP front end (connection.h): a connection lives on one thread, which reads, decodes,
+// hands requests to the engine and writes the answers the engine posts back; no thread waits for
+// a model. Messages up to INT_MAX bytes both ways, HTTP/2 keep-alive as Triton configures it, a
+// port in use is an error (no SO_REUSEPORT).
 //
 // Thread safety: start() and stop() are called from one owning thread (not concurrently); port()
 // from any thread after start(). Ownership: `engine` is borrowed and must outlive the server;

@@ -331,7 +331,8 @@ TEST_F(GrpcServerTest, PortInUseIsUnavailable) {
     FAIL() << "a second server bound port " << o.port;
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
-    EXPECT_NE(e.message().find("cannot listen for gRPC on 127.0.0.1:" + std::to_string(o.port)), std::string::npos);
+    EXPECT_NE(e.message().find("port " + std::to_string(o.port) + " is in use on 127.0.0.1"), std::string::npos);
+    EXPECT_NE(e.hint().find("--grpc-port"), std::string::npos);
   }
 }
 

@@ -1,0 +1,98 @@
+// gRPC's message framing and header encodings (see wire.h). Tested in transport_test.cpp.
+#include "glassbox/serve/grpc/wire.h"
+
+#include <cstdint>
+
+namespace glassbox::serve {
+
+void MessageReader::feed(std::string_view data) {
+  if (error_) return;
+  if (consumed_ > 0 && consumed_ == buffered_.size()) {
+    buffered_.clear();
+    consumed_ = 0;
+  }
+  buffered_.append(data);
+}
+
+std::optional<MessageReader::Message> MessageReader::next() {
+  if (error_ || buffered_.size() - consumed_ < 5) return std::nullopt;
+  const auto* p = reinterpret_cast<const unsigned char*>(buffered_.data() + consumed_);
+  const std::uint64_t length =
+      (std::uint64_t{p[1]} << 24) | (std::uint64_t{p[2]} << 16) | (std::uint64_t{p[3]} << 8) | std::uint64_t{p[4]};
+  if (length > max_bytes_) {
+    error_ = grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        "received message larger than max (" + std::to_string(length) + " vs. " + std::to_string(max_bytes_) + ")");
+    buffered_.clear();
+    consumed_ = 0;
+    return std::nullopt;
+  }
+  if (buffered_.size() - consumed_ - 5 < length) {
+    if (buffered_.capacity() < consumed_ + 5 + length) buffered_.reserve(consumed_ + 5 + length);
+    return std::nullopt;
+  }
+  Message m;
+  m.compressed = p[0] != 0;
+  if (consumed_ == 0 && buffered_.size() == 5 + length) {  // the usual case: one whole message
+    buffered_.erase(0, 5);
+    m.bytes = std::move(buffered_);
+    buffered_.clear();
+  } else {
+    m.bytes.assign(buffered_, consumed_ + 5, length);
+    consumed_ += 5 + length;
+  }
+  return m;
+}
+
+void set_prefix(std::string& framed) {
+  const auto n = static_cast<std::uint32_t>(framed.size() - 5);
+  framed[0] = 0;
+  framed[1] = static_cast<char>(n >> 24);
+  framed[2] = static_cast<char>(n >> 16);
+  framed[3] = static_cast<char>(n >> 8);
+  framed[4] = static_cast<char>(n);
+}
+
+std::string frame(std::string_view message) {
+  std::string out(5, '\0');
+  out.append(message);
+  set_prefix(out);
+  return out;
+}
+
+std::optional<std::chrono::nanoseconds> parse_grpc_timeout(std::string_view v) {
+  if (v.size() < 2 || v.size() > 9) return std::nullopt;
+  std::int64_t n = 0;
+  for (char c : v.substr(0, v.size() - 1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  using namespace std::chrono;
+  switch (v.back()) {
+    case 'H': return duration_cast<nanoseconds>(hours(n));
+    case 'M': return duration_cast<nanoseconds>(minutes(n));
+    case 'S': return duration_cast<nanoseconds>(seconds(n));
+    case 'm': return duration_cast<nanoseconds>(milliseconds(n));
+    case 'u': return duration_cast<nanoseconds>(microseconds(n));
+    case 'n': return nanoseconds(n);
+    default: return std::nullopt;
+  }
+}
+
+std::string percent_encode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c <= 0x7E && c != '%') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+}  // namespace glassbox::serve
