@@ -238,7 +238,7 @@ class H2Connection final : public Connection {
     for (std::int32_t id : late) {
       Call& call = *calls_.at(id);
       fail(call, Status(StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded"));
-      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+      call.reset_after = !call.request_ended;
     }
     if (keepalive_wanted() && now >= last_read_ + options().keepalive_time) {
       nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr);
@@ -497,7 +497,18 @@ class H2Connection final : public Connection {
     } else {
       fail(*call, s);
     }
-    flush();
+    flush_soon();
+  }
+
+  // One write for the answers the engine posted together: the flush runs after the handlers
+  // already queued on this thread (the rest of a batch's answers).
+  void flush_soon() {
+    if (flush_posted_) return;
+    flush_posted_ = true;
+    net::post(socket_.get_executor(), [self = self()] {
+      self->flush_posted_ = false;
+      self->flush();
+    });
   }
 
   void maybe_end_stream(Call& call) {
@@ -581,7 +592,7 @@ class H2Connection final : public Connection {
   nghttp2_session* session_ = nullptr;
   std::array<char, kReadBytes> in_{};
   std::string out_;
-  bool writing_ = false, closing_ = false, closed_ = false, stopping_ = false;
+  bool writing_ = false, closing_ = false, closed_ = false, stopping_ = false, flush_posted_ = false;
   std::unordered_map<std::int32_t, std::unique_ptr<Call>> calls_;
   Clock::time_point handshake_deadline_ = kNever, ping_deadline_ = kNever;
   Clock::time_point last_read_ = Clock::now(), last_ping_recv_ = Clock::time_point::min();
