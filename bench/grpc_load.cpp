@@ -1,25 +1,32 @@
-// run_grpc_load: a closed loop of ModelInfer calls on grpc++'s generic stub (see grpc_load.h).
+// run_grpc_load: a closed loop of gRPC calls over HTTP/2 on nghttp2 (see grpc_load.h), and one
+// checked call through grpc++.
 //
-// Each calling thread owns a completion queue and a share of the call slots. A slot holds one call
-// at a time: answered, it records the latency (inside the window) and sends the request again; a
-// failed call waits 10 ms on an Alarm before it retries, so an unreachable server is not spun on.
+// Each worker thread runs an io_context with its share of the connections. A unary connection
+// keeps its share of the calls in flight as HTTP/2 streams: a stream that closes records the call
+// (grpc-status 0 in its trailers: success) and a new one starts. A streaming connection keeps one
+// ModelStreamInfer stream with its share of requests outstanding: each answer message completes the
+// oldest request and sends another.
 #include "bench/grpc_load.h"
 
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <atomic>
+#include <array>
 #include <chrono>
+#include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <thread>
+#include <unordered_map>
 
-#include <grpcpp/alarm.h>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <grpcpp/create_channel.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <nghttp2/nghttp2.h>
 
 #include "glassbox/base/error.h"
 #include "glassbox/serve/grpc/proto/grpc_service.grpc.pb.h"
@@ -27,8 +34,11 @@
 namespace glassbox::bench {
 namespace {
 
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
-constexpr const char* kModelInfer = "/inference.GRPCInferenceService/ModelInfer";
+constexpr std::string_view kModelInfer = "/inference.GRPCInferenceService/ModelInfer";
+constexpr std::string_view kModelStreamInfer = "/inference.GRPCInferenceService/ModelStreamInfer";
 
 double cpu_seconds() {
   rusage u{};
@@ -37,32 +47,12 @@ double cpu_seconds() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-// lean: for the load, which neither retries nor sets deadlines.
-std::shared_ptr<grpc::Channel> make_channel(const std::string& host, int port, bool lean) {
+std::shared_ptr<grpc::Channel> make_channel(const std::string& host, int port) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own, not shared
-  // Without the retry filter (which keeps a copy of each request) and the other optional filters
-  // (deadlines among them) the client spends less of the CPU that the server shares.
-  if (lean) {
-    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-    args.SetInt(GRPC_ARG_MINIMAL_STACK, 1);
-  }
-
   return grpc::CreateCustomChannel(host + ":" + std::to_string(port), grpc::InsecureChannelCredentials(), args);
 }
-
-struct Slot {
-  grpc::GenericStub* stub = nullptr;
-  std::unique_ptr<grpc::ClientContext> context;
-  std::unique_ptr<grpc::GenericClientAsyncResponseReader> call;
-  grpc::ByteBuffer response;
-  grpc::Status status;
-  grpc::Alarm alarm;
-  bool waiting = false;  // the tag's next event is the alarm
-  Clock::time_point sent;
-};
 
 struct Figures {
   LatencyHistogram latency;
@@ -71,183 +61,298 @@ struct Figures {
   std::string first_failure;
 };
 
-void send(Slot& s, const grpc::ByteBuffer& request, grpc::CompletionQueue& cq) {
-  s.context = std::make_unique<grpc::ClientContext>();
-  s.response.Clear();
-  s.sent = Clock::now();
-  s.call = s.stub->PrepareUnaryCall(s.context.get(), kModelInfer, request, &cq);
-  s.call->StartCall();
-  s.call->Finish(&s.response, &s.status, &s);
-}
-
-void run_queue(std::vector<Slot*> slots, const grpc::ByteBuffer& request, Clock::time_point window_start,
-               Clock::time_point window_end, Figures& f) {
-  grpc::CompletionQueue cq;
-  for (Slot* s : slots) send(*s, request, cq);
-  std::size_t active = slots.size();
-  void* tag = nullptr;
-  bool ok = false;
-  while (active > 0 && cq.Next(&tag, &ok)) {
-    Slot& s = *static_cast<Slot*>(tag);
-    const Clock::time_point now = Clock::now();
-    if (s.waiting) {  // the retry delay passed
-      s.waiting = false;
-    } else {
-      const bool success = ok && s.status.ok();
-      const bool in_window = now >= window_start && now <= window_end;
-      ++f.completed_total;
-      if (!success) ++f.failed_total;
-      if (in_window) {
-        ++f.completed;
-        ++f.codes[success ? 0 : static_cast<int>(s.status.error_code())];
-        if (success) {
-          ++f.ok;
-          f.bytes += s.response.Length();
-          f.latency.record(std::chrono::duration_cast<std::chrono::nanoseconds>(now - s.sent).count());
-        } else {
-          ++f.failed_window;
-        }
-      }
-      if (!success && f.first_failure.empty()) {
-        f.first_failure = "gRPC " + std::to_string(static_cast<int>(s.status.error_code())) + ": " +
-                          s.status.error_message().substr(0, 300);
-      }
-      if (!success && now < window_end) {
-        s.waiting = true;
-        s.alarm.Set(&cq, std::chrono::system_clock::now() + std::chrono::milliseconds(10), &s);
-        continue;
-      }
-    }
-    if (now >= window_end) {
-      --active;
-      continue;
-    }
-    send(s, request, cq);
-  }
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
-}
-
-// One ModelStreamInfer stream: `depth` requests in flight, one write outstanding at a time.
-struct Stream {
-  enum class Event { kStart, kWrite, kRead, kFinish };
-  struct Tag {
-    Stream* stream;
-    Event event;
-  };
-  grpc::GenericStub* stub = nullptr;
-  int depth = 1;
-  grpc::ClientContext context;
-  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;
-  grpc::ByteBuffer response;
-  grpc::Status status;
-  Tag start{this, Event::kStart}, write{this, Event::kWrite}, read{this, Event::kRead}, finish{this, Event::kFinish};
-  std::deque<Clock::time_point> sent;  // in flight, oldest first
-  int to_write = 0;                    // requests waiting for the write in progress
-  bool writing = false;
-  bool stopping = false;  // the window ended: no more writes; reading the rest
-  bool closing = false;   // WritesDone sent
+struct Window {
+  Clock::time_point start, end;
+  bool contains(Clock::time_point t) const { return t >= start && t <= end; }
 };
 
-// Once the window ended and every answer is in: close the writing side (the server then finishes).
-void stream_close(Stream& s) {
-  if (!s.stopping || !s.sent.empty() || s.writing || s.closing) return;
-  s.closing = true;
-  s.writing = true;
-  s.call->WritesDone(&s.write);
-}
-
-void stream_write(Stream& s, const grpc::ByteBuffer& request) {
-  s.writing = true;
-  --s.to_write;
-  s.sent.push_back(Clock::now());
-  s.call->Write(request, &s.write);
-}
-
-void run_streams(std::vector<Stream*> streams, const grpc::ByteBuffer& request, Clock::time_point window_start,
-                 Clock::time_point window_end, Figures& f) {
-  grpc::CompletionQueue cq;
-  for (Stream* s : streams) {
-    s->call = s->stub->PrepareCall(&s->context, "/inference.GRPCInferenceService/ModelStreamInfer", &cq);
-    s->call->StartCall(&s->start);
+// One HTTP/2 connection of the load: `depth` calls in flight (unary: that many streams; streaming:
+// one stream with that many requests outstanding). Runs on its worker's io_context.
+class H2Channel {
+ public:
+  H2Channel(net::io_context& ioc, const tcp::endpoint& server, const std::string& framed, int depth, bool streaming,
+            Window window, Figures& f)
+      : socket_(ioc), retry_(ioc), framed_(framed), depth_(depth), streaming_(streaming), window_(window), f_(f) {
+    boost::system::error_code ec;
+    socket_.connect(server, ec);
+    GB_CHECK(!ec, Unavailable, "gRPC load: cannot connect to " << server << ": " << ec.message(),
+             std::string("start glassbox serve with --grpc-port, and check the port"));
+    socket_.set_option(tcp::no_delay(true));
+    nghttp2_session_callbacks* cb = nullptr;
+    nghttp2_session_callbacks_new(&cb);
+    nghttp2_session_callbacks_set_on_header_callback(cb, &H2Channel::on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &H2Channel::on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, &H2Channel::on_close);
+    nghttp2_session_client_new(&session_, cb, this);
+    nghttp2_session_callbacks_del(cb);
+    const std::array<nghttp2_settings_entry, 2> settings{
+        {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 4u << 20}, {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, 1u << 20}}};
+    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
+    nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, 16 << 20);
   }
-  std::size_t open = streams.size();
-  void* tag = nullptr;
-  bool ok = false;
-  while (open > 0 && cq.Next(&tag, &ok)) {
-    auto* t = static_cast<Stream::Tag*>(tag);
-    Stream& s = *t->stream;
-    const Clock::time_point now = Clock::now();
-    switch (t->event) {
-      case Stream::Event::kStart:
-        if (!ok) {
-          f.first_failure = "gRPC: the stream did not start";
-          s.call->Finish(&s.status, &s.finish);
-          break;
-        }
-        s.to_write = s.depth;
-        stream_write(s, request);
-        s.call->Read(&s.response, &s.read);
-        break;
-      case Stream::Event::kWrite:
-        s.writing = false;
-        if (!ok || s.closing) break;  // the stream broke (the read fails too), or WritesDone completed
-        if (s.to_write > 0 && !s.stopping) stream_write(s, request);
-        stream_close(s);
-        break;
-      case Stream::Event::kRead: {
-        if (!ok) {  // closed by the server
-          s.call->Finish(&s.status, &s.finish);
-          break;
-        }
-        ++f.completed_total;
-        const Clock::time_point sent = s.sent.empty() ? now : s.sent.front();
-        if (!s.sent.empty()) s.sent.pop_front();
-        // A ModelStreamInferResponse with error_message (field 1) set is a failed request.
-        const bool failed = s.response.Length() > 0 && [&] {
-          std::vector<grpc::Slice> slices;
-          (void)s.response.Dump(&slices);
-          return !slices.empty() && slices[0].size() > 0 && slices[0].begin()[0] == 0x0a;
-        }();
-        if (failed) ++f.failed_total;
-        if (now >= window_start && now <= window_end) {
-          ++f.completed;
-          ++f.codes[failed ? 2 : 0];
-          if (failed) {
-            ++f.failed_window;
-          } else {
-            ++f.ok;
-            f.bytes += s.response.Length();
-            f.latency.record(std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent).count());
-          }
-        }
-        if (failed && f.first_failure.empty()) f.first_failure = "gRPC stream: an answer carried error_message";
-        if (now >= window_end && !s.stopping) {
-          s.stopping = true;
-          s.to_write = 0;
-        }
-        if (!s.stopping) {
-          ++s.to_write;
-          if (!s.writing) stream_write(s, request);
-        }
-        stream_close(s);
-        s.call->Read(&s.response, &s.read);  // fails once the server finished the call
-        break;
-      }
-      case Stream::Event::kFinish:
-        if (!s.status.ok() && f.first_failure.empty()) {
-          f.first_failure = "gRPC " + std::to_string(static_cast<int>(s.status.error_code())) + ": " +
-                            s.status.error_message().substr(0, 300);
-        }
-        --open;
-        break;
+  ~H2Channel() { nghttp2_session_del(session_); }
+
+  void start() {
+    if (streaming_) {
+      open_stream();
+    } else {
+      for (int i = 0; i < depth_; ++i) submit_call();
     }
+    flush();
+    read();
   }
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
+  bool done() const { return done_; }
+
+ private:
+  // A unary call's or the stream's state.
+  struct Call {
+    Clock::time_point sent;
+    std::size_t offset = 0;  // into framed_ (unary) or into the message being sent (stream)
+    int status = -1;         // grpc-status (-1: none seen)
+    bool http_ok = false;
+    std::uint64_t bytes = 0;
+  };
+
+  static H2Channel& of(void* user) { return *static_cast<H2Channel*>(user); }
+
+  std::vector<nghttp2_nv> headers() {
+    static const std::array<std::pair<std::string_view, std::string_view>, 6> kHeaders{{
+        {":method", "POST"},
+        {":scheme", "http"},
+        {":authority", "glassbox"},
+        {":path", ""},
+        {"content-type", "application/grpc"},
+        {"te", "trailers"},
+    }};
+    std::vector<nghttp2_nv> nv;
+    for (const auto& [k, v] : kHeaders) {
+      const std::string_view value = k == ":path" ? (streaming_ ? kModelStreamInfer : kModelInfer) : v;
+      nv.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(k.data())),
+                    reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), k.size(), value.size(),
+                    NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE});
+    }
+    return nv;
   }
-}
+
+  void submit_call() {
+    auto call = std::make_unique<Call>();
+    call->sent = Clock::now();
+    nghttp2_data_provider provider{};
+    provider.read_callback = &H2Channel::read_unary;
+    const std::vector<nghttp2_nv> nv = headers();
+    const std::int32_t id = nghttp2_submit_request(session_, nullptr, nv.data(), nv.size(), &provider, call.get());
+    if (id < 0) return fail_all("gRPC load: nghttp2 refused a request");
+    calls_[id] = std::move(call);
+  }
+
+  void open_stream() {
+    stream_ = std::make_unique<Call>();
+    to_send_ = depth_;
+    nghttp2_data_provider provider{};
+    provider.read_callback = &H2Channel::read_stream;
+    const std::vector<nghttp2_nv> nv = headers();
+    stream_id_ = nghttp2_submit_request(session_, nullptr, nv.data(), nv.size(), &provider, stream_.get());
+    if (stream_id_ < 0) fail_all("gRPC load: nghttp2 refused the stream");
+  }
+
+  // A unary call's body: the framed request, then END_STREAM.
+  static ssize_t read_unary(nghttp2_session* session, int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
+                            nghttp2_data_source*, void* user) {
+    H2Channel& c = of(user);
+    auto* call = static_cast<Call*>(nghttp2_session_get_stream_user_data(session, id));
+    const std::size_t n = std::min(length, c.framed_.size() - call->offset);
+    std::memcpy(buf, c.framed_.data() + call->offset, n);
+    call->offset += n;
+    if (call->offset == c.framed_.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<ssize_t>(n);
+  }
+
+  static ssize_t read_stream(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* flags,
+                             nghttp2_data_source*, void* user) {
+    H2Channel& c = of(user);
+    std::size_t written = 0;
+    while (written < length && c.to_send_ > 0) {
+      const std::size_t n = std::min(length - written, c.framed_.size() - c.stream_->offset);
+      std::memcpy(buf + written, c.framed_.data() + c.stream_->offset, n);
+      written += n;
+      c.stream_->offset += n;
+      if (c.stream_->offset == c.framed_.size()) {
+        c.stream_->offset = 0;
+        --c.to_send_;
+        c.sent_.push_back(Clock::now());
+      }
+    }
+    if (c.stopping_ && c.to_send_ == 0 && c.sent_.empty()) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;  // the window ended and every answer is in: close our side
+      return static_cast<ssize_t>(written);
+    }
+    if (written == 0) return NGHTTP2_ERR_DEFERRED;
+    return static_cast<ssize_t>(written);
+  }
+
+  static int on_header(nghttp2_session* session, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
+                       const uint8_t* value, size_t valuelen, uint8_t, void*) {
+    auto* call = static_cast<Call*>(nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
+    if (call == nullptr) return 0;
+    const std::string_view n(reinterpret_cast<const char*>(name), namelen);
+    const std::string_view v(reinterpret_cast<const char*>(value), valuelen);
+    if (n == ":status") call->http_ok = v == "200";
+    if (n == "grpc-status") call->status = std::atoi(std::string(v).c_str());
+    return 0;
+  }
+
+  static int on_data(nghttp2_session* session, uint8_t, int32_t id, const uint8_t* data, size_t len, void* user) {
+    H2Channel& c = of(user);
+    auto* call = static_cast<Call*>(nghttp2_session_get_stream_user_data(session, id));
+    if (call == nullptr) return 0;
+    call->bytes += len;
+    if (c.streaming_) c.stream_data(data, len);
+    return 0;
+  }
+
+  // Stream answers: length-prefixed messages; each completes the oldest request in flight.
+  void stream_data(const uint8_t* data, size_t len) {
+    pending_.append(reinterpret_cast<const char*>(data), len);
+    std::size_t at = 0;
+    while (pending_.size() - at >= 5) {
+      const auto* p = reinterpret_cast<const unsigned char*>(pending_.data() + at);
+      const std::size_t n = (std::size_t{p[1]} << 24) | (std::size_t{p[2]} << 16) | (std::size_t{p[3]} << 8) | p[4];
+      if (pending_.size() - at - 5 < n) break;
+      // A ModelStreamInferResponse with error_message (field 1) set is a failed request.
+      const bool failed = n > 0 && p[5] == 0x0a;
+      answered(sent_.empty() ? Clock::now() : sent_.front(), !failed, 5 + n,
+               "gRPC stream: an answer carried error_message");
+      if (!sent_.empty()) sent_.pop_front();
+      at += 5 + n;
+      if (!stopping_ && Clock::now() < window_.end) {
+        ++to_send_;
+      } else {
+        stopping_ = true;
+      }
+      nghttp2_session_resume_data(session_, stream_id_);
+    }
+    pending_.erase(0, at);
+  }
+
+  void answered(Clock::time_point sent, bool ok, std::uint64_t bytes, const std::string& why) {
+    const Clock::time_point now = Clock::now();
+    ++f_.completed_total;
+    if (!ok) ++f_.failed_total;
+    if (window_.contains(now)) {
+      ++f_.completed;
+      ++f_.codes[ok ? 0 : 2];
+      if (ok) {
+        ++f_.ok;
+        f_.bytes += bytes;
+        f_.latency.record(std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent).count());
+      } else {
+        ++f_.failed_window;
+      }
+    }
+    if (!ok && f_.first_failure.empty()) f_.first_failure = why;
+  }
+
+  static int on_close(nghttp2_session*, int32_t id, uint32_t error_code, void* user) {
+    H2Channel& c = of(user);
+    if (c.streaming_) {
+      if (error_code != 0 || (c.stream_ && c.stream_->status != 0)) {
+        if (c.f_.first_failure.empty())
+          c.f_.first_failure = "gRPC stream ended with status " + std::to_string(c.stream_ ? c.stream_->status : -1);
+      }
+      c.done_ = true;
+      return 0;
+    }
+    auto it = c.calls_.find(id);
+    if (it == c.calls_.end()) return 0;
+    const Call& call = *it->second;
+    const bool ok = error_code == 0 && call.http_ok && call.status == 0;
+    c.answered(call.sent, ok, call.bytes,
+               "gRPC " + std::to_string(call.status) + (error_code ? " (stream reset)" : ""));
+    c.calls_.erase(it);
+    if (Clock::now() >= c.window_.end) {
+      if (c.calls_.empty() && c.retries_ == 0) c.done_ = true;
+    } else if (ok) {
+      c.submit_call();
+    } else {
+      c.retry_later();  // a failed call is sent again after 10 ms: a failing server is not spun on
+    }
+    return 0;
+  }
+
+  void retry_later() {
+    if (retries_++ > 0) return;  // the timer is set already
+    retry_.expires_after(std::chrono::milliseconds(10));
+    retry_.async_wait([this](boost::system::error_code ec) {
+      const int n = std::exchange(retries_, 0);
+      if (ec) return;
+      if (Clock::now() >= window_.end) {
+        if (calls_.empty()) done_ = true;
+        return;
+      }
+      for (int i = 0; i < n; ++i) submit_call();
+      flush();
+    });
+  }
+
+  void fail_all(const std::string& why) {
+    if (f_.first_failure.empty()) f_.first_failure = why;
+    done_ = true;
+  }
+
+  void read() {
+    socket_.async_read_some(net::buffer(in_), [this](boost::system::error_code ec, std::size_t n) {
+      if (ec) return fail_all("gRPC load: read: " + ec.message());
+      if (nghttp2_session_mem_recv(session_, in_.data(), n) < 0) return fail_all("gRPC load: HTTP/2 protocol error");
+      flush();
+      if (!done_)
+        read();
+      else
+        close();
+    });
+  }
+
+  void flush() {
+    if (writing_) return;
+    out_.clear();
+    const uint8_t* data = nullptr;
+    ssize_t n = 0;
+    while (out_.size() < (256u << 10) && (n = nghttp2_session_mem_send(session_, &data)) > 0)
+      out_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+    if (out_.empty()) return;
+    writing_ = true;
+    net::async_write(socket_, net::buffer(out_), [this](boost::system::error_code ec, std::size_t) {
+      writing_ = false;
+      if (ec) return fail_all("gRPC load: write: " + ec.message());
+      flush();
+    });
+  }
+
+  void close() {
+    boost::system::error_code ignored;
+    retry_.cancel();
+    socket_.close(ignored);
+  }
+
+  tcp::socket socket_;
+  net::steady_timer retry_;
+  int retries_ = 0;  // failed calls waiting for the timer
+  nghttp2_session* session_ = nullptr;
+  const std::string& framed_;
+  int depth_;
+  bool streaming_;
+  Window window_;
+  Figures& f_;
+  std::array<uint8_t, 64 * 1024> in_{};
+  std::string out_;
+  bool writing_ = false, done_ = false, stopping_ = false;
+  std::unordered_map<std::int32_t, std::unique_ptr<Call>> calls_;
+  // streaming
+  std::unique_ptr<Call> stream_;
+  std::int32_t stream_id_ = -1;
+  int to_send_ = 0;
+  std::deque<Clock::time_point> sent_;
+  std::string pending_;
+};
 
 }  // namespace
 
@@ -283,61 +388,61 @@ std::string grpc_infer_request(const InferSpec& spec, std::int64_t batch, std::u
 
 LoadResult run_grpc_load(const std::string& serialized_request, const GrpcLoadOptions& o) {
   o.validate();
-  const int channel_count = o.channels > 0 ? o.channels : std::clamp((o.concurrency + 15) / 16, 1, o.streaming ? 8 : 4);
-  std::vector<std::shared_ptr<grpc::Channel>> channels;
-  std::vector<std::unique_ptr<grpc::GenericStub>> stubs;
-  for (int i = 0; i < channel_count; ++i) {
-    channels.push_back(make_channel(o.host, o.port, true));
-    GB_CHECK(channels.back()->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10)),
-             Unavailable, "gRPC load: cannot connect to " << o.host << ":" << o.port,
-             std::string("start glassbox serve with --grpc-port, and check the port"));
-    stubs.push_back(std::make_unique<grpc::GenericStub>(channels.back()));
-  }
-  grpc::Slice slice(serialized_request);
-  const grpc::ByteBuffer request(&slice, 1);
-  std::vector<Slot> slots(static_cast<std::size_t>(o.streaming ? 0 : o.concurrency));
-  for (std::size_t i = 0; i < slots.size(); ++i) slots[i].stub = stubs[i % stubs.size()].get();
-  // Streaming: one stream per channel, the calls in flight shared out among them.
-  std::vector<std::unique_ptr<Stream>> streams;
-  if (o.streaming) {
-    for (int i = 0; i < std::min(channel_count, o.concurrency); ++i) {
-      streams.push_back(std::make_unique<Stream>());
-      streams.back()->stub = stubs[static_cast<std::size_t>(i)].get();
-      streams.back()->depth = o.concurrency / std::min(channel_count, o.concurrency) +
-                              (i < o.concurrency % std::min(channel_count, o.concurrency) ? 1 : 0);
-    }
-  }
+  boost::system::error_code ec;
+  const auto address = net::ip::make_address(o.host, ec);
+  GB_CHECK(!ec, InvalidArgument, "gRPC load: '" << o.host << "' is not an IP address", std::string("e.g. 127.0.0.1"));
+  const tcp::endpoint server(address, static_cast<unsigned short>(o.port));
+  std::string framed(5, '\0');  // the gRPC message prefix, then the message
+  const auto size = static_cast<std::uint32_t>(serialized_request.size());
+  for (int i = 0; i < 4; ++i) framed[static_cast<std::size_t>(1 + i)] = static_cast<char>(size >> (24 - 8 * i));
+  framed += serialized_request;
 
+  const int channel_count = std::min(
+      o.concurrency, o.channels > 0 ? o.channels : std::clamp((o.concurrency + 15) / 16, 1, o.streaming ? 8 : 4));
+  const int threads = std::min(o.threads, channel_count);
   const Clock::time_point start = Clock::now();
-  const auto window_start =
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.warmup_seconds));
-  const auto window_end =
-      window_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
-  const int threads = std::min(o.threads, o.streaming ? static_cast<int>(streams.size()) : o.concurrency);
+  Window window;
+  window.start = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.warmup_seconds));
+  window.end = window.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
   std::vector<Figures> figures(static_cast<std::size_t>(threads));
+  std::vector<std::unique_ptr<net::io_context>> contexts;
+  std::vector<std::unique_ptr<H2Channel>> channels;
+  for (int t = 0; t < threads; ++t) contexts.push_back(std::make_unique<net::io_context>(1));
+  for (int i = 0; i < channel_count; ++i) {
+    const int depth = o.concurrency / channel_count + (i < o.concurrency % channel_count ? 1 : 0);
+    const auto t = static_cast<std::size_t>(i % threads);
+    channels.push_back(
+        std::make_unique<H2Channel>(*contexts[t], server, framed, depth, o.streaming, window, figures[t]));
+  }
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
-    const auto step = static_cast<std::size_t>(threads);
-    if (o.streaming) {
-      std::vector<Stream*> mine;
-      for (std::size_t i = static_cast<std::size_t>(t); i < streams.size(); i += step) mine.push_back(streams[i].get());
-      workers.emplace_back(run_streams, std::move(mine), std::cref(request), window_start, window_end,
-                           std::ref(figures[static_cast<std::size_t>(t)]));
-      continue;
-    }
-    std::vector<Slot*> mine;
-    for (std::size_t i = static_cast<std::size_t>(t); i < slots.size(); i += step) mine.push_back(&slots[i]);
-    workers.emplace_back(run_queue, std::move(mine), std::cref(request), window_start, window_end,
-                         std::ref(figures[static_cast<std::size_t>(t)]));
+    workers.emplace_back([&, t] {
+      net::io_context& ioc = *contexts[static_cast<std::size_t>(t)];
+      for (std::size_t i = static_cast<std::size_t>(t); i < channels.size(); i += static_cast<std::size_t>(threads))
+        channels[i]->start();
+      // A server that stops answering cannot hold the run: 30 s after the window, it ends.
+      net::steady_timer guard(ioc, window.end + std::chrono::seconds(30));
+      guard.async_wait([&ioc](boost::system::error_code e) {
+        if (!e) ioc.stop();
+      });
+      while (!ioc.stopped()) {
+        ioc.run_one();
+        bool all_done = true;
+        for (std::size_t i = static_cast<std::size_t>(t); i < channels.size(); i += static_cast<std::size_t>(threads))
+          all_done = all_done && channels[i]->done();
+        if (all_done) break;
+      }
+    });
   }
-  std::this_thread::sleep_until(window_start);
+  std::this_thread::sleep_until(window.start);
   const double cpu0 = cpu_seconds();
-  std::this_thread::sleep_until(window_end);
+  std::this_thread::sleep_until(window.end);
   const double cpu1 = cpu_seconds();
   for (auto& w : workers) w.join();
+  channels.clear();
 
   LoadResult r;
-  r.seconds = std::chrono::duration<double>(window_end - window_start).count();
+  r.seconds = std::chrono::duration<double>(window.end - window.start).count();
   r.cpu_seconds = cpu1 - cpu0;
   for (const Figures& f : figures) {
     r.completed += f.completed;
@@ -355,7 +460,7 @@ LoadResult run_grpc_load(const std::string& serialized_request, const GrpcLoadOp
 
 void check_grpc_reply(const std::string& host, int port, const std::string& serialized_request, const InferSpec& spec,
                       std::int64_t batch) {
-  auto stub = inference::GRPCInferenceService::NewStub(make_channel(host, port, false));
+  auto stub = inference::GRPCInferenceService::NewStub(make_channel(host, port));
   inference::ModelInferRequest request;
   GB_CHECK(request.ParseFromString(serialized_request), Internal, "the benchmark's gRPC request does not parse",
            std::string("report this as a bug"));

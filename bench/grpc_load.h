@@ -1,14 +1,16 @@
-// A closed-loop gRPC load generator for the serving benchmark: `concurrency` ModelInfer calls in
-// flight at any time over a few channels (each its own HTTP/2 connection); each call, once
-// answered, is sent again, for a warm-up period and then a measured window. The request is
-// serialized once and sent as raw bytes through grpc++'s generic stub, and answers are not
-// decoded (as the HTTP load generator does not decode its responses), so the client spends its
-// CPU on the transport only. Figures are http_load.h's LoadResult: latency histogram of the
-// window's successful calls, failures, throughput, this process's CPU.
+// A closed-loop gRPC load generator for the serving benchmark: `concurrency` calls in flight at
+// any time over a few HTTP/2 connections; each call, once answered, is sent again, for a warm-up
+// period and then a measured window. It speaks gRPC's HTTP/2 mapping directly on nghttp2 (the
+// library under nghttp2's own load tool, h2load): the request is framed once and answers are not
+// decoded, so the client spends its CPU on HTTP/2 only, as the HTTP load generator (Beast) does on
+// HTTP/1.1. A call succeeds when its trailers say grpc-status 0 (a stream's answer: when it has no
+// error_message). check_grpc_reply makes one call through grpc++'s generated stub and checks the
+// decoded answer. Figures are http_load.h's LoadResult: latency histogram of the window's
+// successful calls, failures, throughput, this process's CPU.
 //
 //   GrpcLoadOptions o; o.port = server.grpc_port; o.concurrency = 32; o.seconds = 5;
 //   LoadResult r = run_grpc_load(grpc_infer_request(spec, 1, 0), o);
-//   GrpcReply first = grpc_infer_once("127.0.0.1", port, request);   // the decoded answer
+//   check_grpc_reply("127.0.0.1", port, request, spec, 1);           // grpc++: the decoded answer
 //
 // Thread safety: reentrant; run_grpc_load blocks the calling thread for warmup + seconds and
 // joins every thread it starts.
@@ -28,7 +30,7 @@ struct GrpcLoadOptions {
   int port = 0;
   int concurrency = 1;  // calls in flight
   int channels = 0;     // HTTP/2 connections; 0: one per 16 calls in flight, at most 4
-  int threads = 1;      // completion-queue threads (1-2 suffice)
+  int threads = 1;      // I/O threads, each with its share of the connections (1-2 suffice)
   // ModelStreamInfer instead of ModelInfer: one bidirectional stream per channel, each with its
   // share of the calls in flight (a request is written again as soon as an answer arrives; answers
   // are taken in order for the latency, which a stream of one model's batches keeps).

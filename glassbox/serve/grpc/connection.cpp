@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <deque>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -53,7 +52,8 @@ nghttp2_nv header(std::string_view name, std::string_view value) {
 struct Call {
   explicit Call(std::int32_t id, std::size_t max_bytes) : id(id), reader(max_bytes) {}
   std::int32_t id;
-  std::string method, path, content_type, encoding;
+  bool post = false, grpc_content = false;  // :method POST; content-type application/grpc[+...|;...]
+  std::string path, encoding;               // path: only when it names no RPC (for the error)
   Metadata metadata;
   std::optional<Rpc> rpc;
   Clock::time_point deadline = kNever;
@@ -65,8 +65,8 @@ struct Call {
   bool finished = false;              // the final status is decided (trailers queued or sent)
   bool reset_after = false;           // RST_STREAM once the status is sent: stop the client's upload
   int in_flight = 0;                  // requests the RPC has not answered yet
-  std::deque<std::string> out;        // framed messages not yet handed to nghttp2
-  std::size_t offset = 0;             // into out.front()
+  std::vector<std::string> out;       // framed messages; out[next] is the one being sent
+  std::size_t next = 0, offset = 0;   // offset: into out[next]
   Status final_status;
   std::string status_code, status_message;  // the trailers' values (kept alive for nghttp2)
 };
@@ -266,15 +266,18 @@ class H2Connection final : public Connection {
     Call* call = c.find(frame->hd.stream_id);
     if (call == nullptr || call->started) return 0;  // trailers from the client are ignored
     const std::string_view n(reinterpret_cast<const char*>(name), namelen);
-    std::string v(reinterpret_cast<const char*>(value), valuelen);
+    std::string_view v(reinterpret_cast<const char*>(value), valuelen);
     if (n == ":method") {
-      call->method = std::move(v);
+      call->post = v == "POST";
     } else if (n == ":path") {
-      call->path = std::move(v);
+      call->rpc = find_rpc(v);
+      if (!call->rpc) call->path = std::move(v);
     } else if (n == "content-type") {
-      call->content_type = std::move(v);
+      const std::string_view ct = v;
+      call->grpc_content =
+          ct.substr(0, 16) == "application/grpc" && (ct.size() == 16 || ct[16] == '+' || ct[16] == ';');
     } else if (n == "grpc-encoding") {
-      call->encoding = std::move(v);
+      call->encoding = v;
     } else if (n == "grpc-timeout") {
       if (auto t = parse_grpc_timeout(v)) {
         const auto limit = std::chrono::hours(24 * 365);
@@ -282,7 +285,7 @@ class H2Connection final : public Connection {
         ++c.timed_calls_;
       }
     } else if (!n.empty() && n[0] != ':' && n != "te" && n != "user-agent" && n != "grpc-accept-encoding") {
-      call->metadata.emplace_back(std::string(n), std::move(v));
+      call->metadata.emplace_back(std::string(n), std::string(v));
     }
     return 0;
   }
@@ -357,16 +360,20 @@ class H2Connection final : public Connection {
     Call* call = c.find(id);
     if (call == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     std::size_t written = 0;
-    while (written < length && !call->out.empty()) {
-      const std::string& front = call->out.front();
+    while (written < length && call->next < call->out.size()) {
+      const std::string& front = call->out[call->next];
       const std::size_t n = std::min(length - written, front.size() - call->offset);
       std::memcpy(buf + written, front.data() + call->offset, n);
       written += n;
       call->offset += n;
       if (call->offset == front.size()) {
-        call->out.pop_front();
+        ++call->next;
         call->offset = 0;
       }
+    }
+    if (call->next == call->out.size()) {
+      call->out.clear();
+      call->next = 0;
     }
     if (call->out.empty() && call->finished) {
       *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
@@ -388,11 +395,8 @@ class H2Connection final : public Connection {
 
   // The request headers are complete: accept the call, or end it at once.
   void begin(Call& call) {
-    if (call.method != "POST") return http_error(call, "405");
-    const std::string_view ct = call.content_type;
-    if (ct.substr(0, 16) != "application/grpc" || (ct.size() > 16 && ct[16] != '+' && ct[16] != ';'))
-      return http_error(call, "415");
-    call.rpc = find_rpc(call.path);
+    if (!call.post) return http_error(call, "405");
+    if (!call.grpc_content) return http_error(call, "415");
     if (!call.rpc) return fail(call, Status(StatusCode::UNIMPLEMENTED, "unknown method '" + call.path + "'"));
     if (!call.encoding.empty() && call.encoding != "identity" && call.encoding != "gzip" &&
         call.encoding != "deflate") {
