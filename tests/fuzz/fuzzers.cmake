@@ -11,3 +11,7 @@ gb_fuzzer(fuzz_infer_codec)
 gb_fuzzer(fuzz_json)
 # RequestParser: the HTTP/1.1 framing rules, fed in pieces and whole (the outcomes must agree).
 gb_fuzzer(fuzz_http_request SOURCES glassbox/serve/http/request_parser.cpp EXTERNAL Boost::headers)
+# gRPC: a call's DATA through MessageReader in pieces and whole, each message parsed and decoded
+# as ModelInfer does, the decoded tensors encoded back (serve/grpc wire.h, codec.h).
+gb_fuzzer(fuzz_grpc_messages SOURCES glassbox/serve/grpc/wire.cpp glassbox/serve/grpc/codec.cpp
+          EXTERNAL gb_grpc_service_proto)

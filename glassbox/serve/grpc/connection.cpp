@@ -418,8 +418,12 @@ class H2Connection final : public Connection {
       if (*call.rpc == Rpc::kModelStreamInfer) {
         ++call.in_flight;
         shared_.rpcs.stream_request(std::move(bytes), reply_to(call.id));
-      } else {
+      } else if (call.messages.empty()) {
         call.messages.push_back(std::move(bytes));
+      } else {  // a unary call takes one message: a second is refused as it arrives
+        fail(call, Status(StatusCode::INTERNAL, "the unary call carried more than one request message"));
+        call.reset_after = !call.request_ended;
+        return;
       }
     }
     if (call.reader.error() && !call.finished) {
@@ -460,10 +464,8 @@ class H2Connection final : public Connection {
       return fail(call, Status(StatusCode::INTERNAL, "the request ended inside a message"));
     }
     if (*call.rpc == Rpc::kModelStreamInfer) return maybe_end_stream(call);
-    if (call.messages.size() != 1) {
-      return fail(call, call.messages.empty()
-                            ? Status(StatusCode::UNIMPLEMENTED, "the unary call carried no request message")
-                            : Status(StatusCode::INTERNAL, "the unary call carried more than one request message"));
+    if (call.messages.empty()) {
+      return fail(call, Status(StatusCode::UNIMPLEMENTED, "the unary call carried no request message"));
     }
     ++call.in_flight;
     std::string bytes = std::move(call.messages.front());

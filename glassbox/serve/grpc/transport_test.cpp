@@ -312,6 +312,18 @@ TEST_F(GrpcTransportTest, RequestCutInsideAMessageIsInternal) {
   EXPECT_EQ(c.headers[good]["grpc-status"], "0");
 }
 
+TEST_F(GrpcTransportTest, AUnaryCallTakesExactlyOneMessage) {
+  RawH2 c(server_->port());
+  const std::int32_t none = c.request(RawH2::grpc_headers(kInfer), "");
+  const std::int32_t two = c.request(RawH2::grpc_headers(kInfer), infer_body() + infer_body());
+  ASSERT_TRUE(c.run_until([&] { return c.is_closed(none) && c.is_closed(two); }));
+  EXPECT_EQ(c.headers[none]["grpc-status"], "12");
+  EXPECT_EQ(c.headers[two]["grpc-status"], "13");
+  EXPECT_EQ(c.headers[two]["grpc-message"], "the unary call carried more than one request message");
+  EXPECT_EQ(engine_.seen.size(), 0u);  // neither reached the engine
+  expect_serving();
+}
+
 TEST_F(GrpcTransportTest, UnsupportedEncodingAndBadCompressionAreRefused) {
   RawH2 c(server_->port());
   auto br = RawH2::grpc_headers(kInfer);
