@@ -56,8 +56,8 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& host, int port) {
 
 struct Figures {
   LatencyHistogram latency;
-  std::uint64_t completed = 0, ok = 0, failed_window = 0, failed_total = 0, completed_total = 0, bytes = 0;
-  std::map<int, std::uint64_t> codes;
+  std::uint64_t completed = 0, ok = 0, transport_window = 0, failed_total = 0, completed_total = 0, bytes = 0;
+  std::map<int, std::uint64_t> codes;  // window: grpc-status -> calls (a failed stream answer counts as 2, UNKNOWN)
   std::string first_failure;
 };
 
@@ -220,7 +220,7 @@ class H2Channel {
       if (pending_.size() - at - 5 < n) break;
       // A ModelStreamInferResponse with error_message (field 1) set is a failed request.
       const bool failed = n > 0 && p[5] == 0x0a;
-      answered(sent_.empty() ? Clock::now() : sent_.front(), !failed, 5 + n,
+      answered(sent_.empty() ? Clock::now() : sent_.front(), failed ? 2 : 0, 5 + n,
                "gRPC stream: an answer carried error_message");
       if (!sent_.empty()) sent_.pop_front();
       at += 5 + n;
@@ -234,19 +234,24 @@ class H2Channel {
     pending_.erase(0, at);
   }
 
-  void answered(Clock::time_point sent, bool ok, std::uint64_t bytes, const std::string& why) {
+  // Records one call: `code` its grpc-status (0: success), -1 when the transport failed (a reset
+  // stream, a broken connection, no status).
+  void answered(Clock::time_point sent, int code, std::uint64_t bytes, const std::string& why) {
     const Clock::time_point now = Clock::now();
+    const bool ok = code == 0;
     ++f_.completed_total;
     if (!ok) ++f_.failed_total;
     if (window_.contains(now)) {
-      ++f_.completed;
-      ++f_.codes[ok ? 0 : 2];
+      if (code < 0) {
+        ++f_.transport_window;
+      } else {
+        ++f_.completed;
+        ++f_.codes[code];
+      }
       if (ok) {
         ++f_.ok;
         f_.bytes += bytes;
         f_.latency.record(std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent).count());
-      } else {
-        ++f_.failed_window;
       }
     }
     if (!ok && f_.first_failure.empty()) f_.first_failure = why;
@@ -255,19 +260,23 @@ class H2Channel {
   static int on_close(nghttp2_session*, int32_t id, uint32_t error_code, void* user) {
     H2Channel& c = of(user);
     if (c.streaming_) {
-      if (error_code != 0 || (c.stream_ && c.stream_->status != 0)) {
-        if (c.f_.first_failure.empty())
-          c.f_.first_failure = "gRPC stream ended with status " + std::to_string(c.stream_ ? c.stream_->status : -1);
-      }
+      const bool clean = error_code == 0 && c.stream_ && c.stream_->status == 0;
+      if (!clean && c.f_.first_failure.empty())
+        c.f_.first_failure = "gRPC stream ended with status " + std::to_string(c.stream_ ? c.stream_->status : -1);
+      for (const Clock::time_point sent : c.sent_)
+        c.answered(sent, -1, 0, "gRPC stream: ended with requests unanswered");
+      c.sent_.clear();
       c.done_ = true;
       return 0;
     }
     auto it = c.calls_.find(id);
     if (it == c.calls_.end()) return 0;
     const Call& call = *it->second;
-    const bool ok = error_code == 0 && call.http_ok && call.status == 0;
-    c.answered(call.sent, ok, call.bytes,
-               "gRPC " + std::to_string(call.status) + (error_code ? " (stream reset)" : ""));
+    const int code = error_code != 0 || !call.http_ok ? -1 : call.status;
+    const bool ok = code == 0;
+    c.answered(
+        call.sent, code, call.bytes,
+        code < 0 ? "gRPC: the stream was reset or answered without gRPC status" : "gRPC " + std::to_string(code));
     c.calls_.erase(it);
     if (Clock::now() >= c.window_.end) {
       if (c.calls_.empty() && c.retries_ == 0) c.done_ = true;
@@ -294,8 +303,16 @@ class H2Channel {
     });
   }
 
+  // The connection is lost: the calls in flight on it fail (so the figures show the loss) and the
+  // channel stops.
   void fail_all(const std::string& why) {
     if (f_.first_failure.empty()) f_.first_failure = why;
+    if (!done_) {
+      for (const auto& [id, call] : calls_) answered(call->sent, -1, 0, why);
+      for (const Clock::time_point sent : sent_) answered(sent, -1, 0, why);
+    }
+    calls_.clear();
+    sent_.clear();
     done_ = true;
   }
 
@@ -447,7 +464,7 @@ LoadResult run_grpc_load(const std::string& serialized_request, const GrpcLoadOp
   for (const Figures& f : figures) {
     r.completed += f.completed;
     r.ok += f.ok;
-    r.transport_errors += f.failed_window;
+    r.transport_errors += f.transport_window;
     r.failed_total += f.failed_total;
     r.completed_total += f.completed_total;
     r.response_bytes += f.bytes;

@@ -40,6 +40,8 @@ constexpr std::size_t kWriteBatch = 256 * 1024;  // bytes gathered from nghttp2 
 constexpr std::int32_t kStreamWindow = 4 << 20;
 constexpr std::int32_t kConnectionWindow = 16 << 20;
 constexpr auto kHandshakeTimeout = std::chrono::seconds(20);
+constexpr std::size_t kMaxHeaderBytes = 64 * 1024;     // also advertised in SETTINGS
+constexpr std::uint32_t kMaxConcurrentStreams = 4096;  // calls open at once on one connection
 constexpr Clock::time_point kNever = Clock::time_point::max();
 
 nghttp2_nv header(std::string_view name, std::string_view value) {
@@ -64,6 +66,7 @@ struct Call {
   bool responded = false;             // response HEADERS submitted
   bool finished = false;              // the final status is decided (trailers queued or sent)
   bool reset_after = false;           // RST_STREAM once the status is sent: stop the client's upload
+  std::size_t header_bytes = 0;       // the request headers' size, as SETTINGS_MAX_HEADER_LIST_SIZE counts
   int in_flight = 0;                  // requests the RPC has not answered yet
   std::vector<std::string> out;       // framed messages; out[next] is the one being sent
   std::size_t next = 0, offset = 0;   // offset: into out[next]
@@ -84,11 +87,13 @@ class H2Connection final : public Connection {
 
   net::any_io_executor executor() { return socket_.get_executor(); }
 
+  // Before start() is posted: a stop() from now on reaches this connection.
+  void enroll() {
+    std::lock_guard lock(shared_.mu);
+    shared_.connections.insert(this);
+  }
+
   void start() {
-    {
-      std::lock_guard lock(shared_.mu);
-      shared_.connections.insert(this);
-    }
     handshake_deadline_ = Clock::now() + kHandshakeTimeout;
     publish_deadline();
     nghttp2_session_callbacks* cb = nullptr;
@@ -107,10 +112,10 @@ class H2Connection final : public Connection {
     nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cb);
     const std::array<nghttp2_settings_entry, 4> settings{{
-        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 1u << 30},
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, kMaxConcurrentStreams},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
         {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, 1u << 20},
-        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 1u << 16},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(kMaxHeaderBytes)},
     }};
     nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
     nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
@@ -151,6 +156,16 @@ class H2Connection final : public Connection {
  private:
   std::shared_ptr<H2Connection> self() { return std::static_pointer_cast<H2Connection>(shared_from_this()); }
   static H2Connection& of(void* user) { return *static_cast<H2Connection*>(user); }
+  // Runs a callback's body; an exception (out of memory) must not cross nghttp2's C frames: the
+  // session fails and the connection closes.
+  template <typename F>
+  static int guarded(F&& body) {
+    try {
+      return body();
+    } catch (...) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+  }
   const GrpcOptions& options() const { return shared_.options; }
 
   // ---- I/O -----------------------------------------------------------------------------------
@@ -238,7 +253,6 @@ class H2Connection final : public Connection {
     for (std::int32_t id : late) {
       Call& call = *calls_.at(id);
       fail(call, Status(StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded"));
-      call.reset_after = !call.request_ended;
     }
     if (keepalive_wanted() && now >= last_read_ + options().keepalive_time) {
       nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr);
@@ -262,9 +276,16 @@ class H2Connection final : public Connection {
 
   static int on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
                        const uint8_t* value, size_t valuelen, uint8_t, void* user) {
-    H2Connection& c = of(user);
+    return guarded([&] { return of(user).on_request_header(frame, name, namelen, value, valuelen); });
+  }
+
+  int on_request_header(const nghttp2_frame* frame, const uint8_t* name, size_t namelen, const uint8_t* value,
+                        size_t valuelen) {
+    H2Connection& c = *this;
     Call* call = c.find(frame->hd.stream_id);
     if (call == nullptr || call->started) return 0;  // trailers from the client are ignored
+    call->header_bytes += namelen + valuelen + 32;   // RFC 9113's accounting of a field
+    if (call->header_bytes > kMaxHeaderBytes) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
     const std::string_view n(reinterpret_cast<const char*>(name), namelen);
     std::string_view v(reinterpret_cast<const char*>(value), valuelen);
     if (n == ":method") {
@@ -281,8 +302,8 @@ class H2Connection final : public Connection {
     } else if (n == "grpc-timeout") {
       if (auto t = parse_grpc_timeout(v)) {
         const auto limit = std::chrono::hours(24 * 365);
+        if (call->deadline == kNever) ++c.timed_calls_;
         call->deadline = Clock::now() + std::min<Clock::duration>(*t, limit);
-        ++c.timed_calls_;
       }
     } else if (!n.empty() && n[0] != ':' && n != "te" && n != "user-agent" && n != "grpc-accept-encoding") {
       call->metadata.emplace_back(std::string(n), std::string(v));
@@ -291,16 +312,22 @@ class H2Connection final : public Connection {
   }
 
   static int on_data_chunk(nghttp2_session*, uint8_t, int32_t id, const uint8_t* data, size_t len, void* user) {
-    H2Connection& c = of(user);
-    Call* call = c.find(id);
-    if (call == nullptr || call->finished) return 0;
-    call->reader.feed(std::string_view(reinterpret_cast<const char*>(data), len));
-    c.take_messages(*call);
-    return 0;
+    return guarded([&] {
+      H2Connection& c = of(user);
+      Call* call = c.find(id);
+      if (call == nullptr || call->finished) return 0;
+      call->reader.feed(std::string_view(reinterpret_cast<const char*>(data), len));
+      c.take_messages(*call);
+      return 0;
+    });
   }
 
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
-    H2Connection& c = of(user);
+    return guarded([&] { return of(user).frame_received(frame); });
+  }
+
+  int frame_received(const nghttp2_frame* frame) {
+    H2Connection& c = *this;
     c.handshake_deadline_ = kNever;  // the preface and a frame arrived: an HTTP/2 client
     switch (frame->hd.type) {
       case NGHTTP2_HEADERS:
@@ -338,7 +365,8 @@ class H2Connection final : public Connection {
     if (frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) {
       c.ping_strikes_ = 0;  // the server sent something: client pings are welcome again
       c.last_ping_recv_ = Clock::time_point::min();
-      if (frame->hd.type == NGHTTP2_DATA) c.pings_without_data_ = 0;
+      c.pings_without_data_ = 0;
+      c.publish_deadline();
     }
     return 0;
   }
@@ -371,8 +399,8 @@ class H2Connection final : public Connection {
         call->offset = 0;
       }
     }
-    if (call->next == call->out.size()) {
-      call->out.clear();
+    if (call->next > 0) {  // sent messages go at once (a long stream keeps only what is unsent)
+      call->out.erase(call->out.begin(), call->out.begin() + static_cast<std::ptrdiff_t>(call->next));
       call->next = 0;
     }
     if (call->out.empty() && call->finished) {
@@ -422,14 +450,10 @@ class H2Connection final : public Connection {
         call.messages.push_back(std::move(bytes));
       } else {  // a unary call takes one message: a second is refused as it arrives
         fail(call, Status(StatusCode::INTERNAL, "the unary call carried more than one request message"));
-        call.reset_after = !call.request_ended;
         return;
       }
     }
-    if (call.reader.error() && !call.finished) {
-      fail(call, *call.reader.error());
-      call.reset_after = !call.request_ended;
-    }
+    if (call.reader.error() && !call.finished) fail(call, *call.reader.error());
   }
 
   bool inflate(Call& call, MessageReader::Message& m, std::string& out) {
@@ -493,6 +517,10 @@ class H2Connection final : public Connection {
     Status s = answer.status;
     std::string framed(5, '\0');  // the message's prefix, then the message
     if (s.ok()) s = answer.serialize(framed);
+    if (s.ok() && framed.size() - 5 > static_cast<std::size_t>(options().max_send_bytes)) {
+      s = Status(StatusCode::RESOURCE_EXHAUSTED, "the response is larger than the server's limit of " +
+                                                     std::to_string(options().max_send_bytes) + " bytes");
+    }
     if (s.ok()) set_prefix(framed);
     if (*call->rpc == Rpc::kModelStreamInfer) {
       if (s.ok()) send(*call, std::move(framed));
@@ -551,6 +579,7 @@ class H2Connection final : public Connection {
   // Ends the call with an error: trailers-only when nothing was sent yet.
   void fail(Call& call, const Status& status) {
     if (call.finished) return;
+    call.reset_after = !call.request_ended;  // the rest of the upload is not wanted
     if (call.responded) return finish(call, status);
     call.finished = true;
     call.responded = true;
@@ -568,20 +597,24 @@ class H2Connection final : public Connection {
   // A response for a request that is not gRPC: the HTTP status alone.
   void http_error(Call& call, const char* code) {
     call.finished = true;
+    call.reset_after = !call.request_ended;
     call.responded = true;
     call.status_code = code;
     const std::array<nghttp2_nv, 1> headers{header(":status", call.status_code)};
     nghttp2_submit_response(session_, call.id, headers.data(), headers.size(), nullptr);
   }
 
-  // A client's PING: too frequent while no call is open counts as a strike.
+  // A client's PING closer to the previous one than the allowed interval, with nothing sent by
+  // the server in between, is a strike (gRPC's policy): the interval is
+  // http2_min_ping_interval, or 2 hours while no call is open unless keep-alive pings without
+  // calls are permitted. Past http2_max_ping_strikes: GOAWAY ENHANCE_YOUR_CALM "too_many_pings".
   void client_ping() {
     const Clock::time_point now = Clock::now();
-    const bool idle = calls_.empty();
-    const auto min_interval = idle && !options().keepalive_permit_without_calls ? std::chrono::milliseconds(7'200'000)
-                                                                                : std::chrono::milliseconds(0);
-    const auto interval = std::max<std::chrono::milliseconds>(options().http2_min_ping_interval, min_interval);
-    if (last_ping_recv_ != Clock::time_point::min() && now - last_ping_recv_ < interval && idle) {
+    const bool idle = calls_.empty() && !options().keepalive_permit_without_calls;
+    const auto interval =
+        idle ? std::max<std::chrono::milliseconds>(options().http2_min_ping_interval, std::chrono::hours(2))
+             : options().http2_min_ping_interval;
+    if (last_ping_recv_ != Clock::time_point::min() && now - last_ping_recv_ < interval) {
       ++ping_strikes_;
       if (options().http2_max_ping_strikes > 0 && ping_strikes_ > options().http2_max_ping_strikes) {
         static constexpr std::string_view kWhy = "too_many_pings";
@@ -611,6 +644,7 @@ class H2Connection final : public Connection {
 
 void start_connection(tcp::socket socket, ConnectionShared& shared) {
   auto c = std::make_shared<H2Connection>(std::move(socket), shared);
+  c->enroll();
   net::post(c->executor(), [c] { c->start(); });
 }
 

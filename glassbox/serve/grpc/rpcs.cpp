@@ -4,8 +4,10 @@
 #include "glassbox/serve/grpc/rpcs.h"
 
 #include <array>
+#include <condition_variable>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include <google/protobuf/util/json_util.h>
@@ -170,18 +172,36 @@ void model_unload(Engine& engine, const inference::RepositoryModelUnloadRequest&
   engine.unload_model(model);
 }
 
+}  // namespace
+
+// Loads and unloads running on threads of their own; ~Rpcs waits until none is left.
+struct Rpcs::Background {
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0;
+};
+
+namespace {
+
 // Loading and unloading wait for the model: they run on a thread of their own, which replies.
 template <typename Request>
-void in_background(Engine& engine, const std::string& bytes, Reply reply, void (*work)(Engine&, const Request&)) {
+void in_background(Engine& engine, const std::shared_ptr<Rpcs::Background>& jobs, const std::string& bytes, Reply reply,
+                   void (*work)(Engine&, const Request&)) {
   auto request = std::make_shared<Request>();
   if (auto bad = parse(bytes, *request)) return reply(failed(std::move(*bad)));
-  std::thread([&engine, request, reply = std::move(reply), work] {
+  {
+    std::lock_guard lock(jobs->mu);
+    ++jobs->running;
+  }
+  std::thread([&engine, jobs, request, reply = std::move(reply), work] {
     Status s = status_of([&] { work(engine, *request); });
-    if (!s.ok()) return reply(failed(std::move(s)));
     using Response =
         std::conditional_t<std::is_same_v<Request, inference::RepositoryModelLoadRequest>,
                            inference::RepositoryModelLoadResponse, inference::RepositoryModelUnloadResponse>;
-    reply(answer_with(std::make_shared<Response>()));
+    reply(s.ok() ? answer_with(std::make_shared<Response>()) : failed(std::move(s)));
+    std::lock_guard lock(jobs->mu);
+    --jobs->running;
+    jobs->cv.notify_all();
   }).detach();
 }
 
@@ -237,7 +257,13 @@ std::optional<Status> check_api_key(const Metadata& metadata, const std::string&
   return Status(StatusCode::UNAUTHENTICATED, "this RPC requires an API key" + hint);
 }
 
-Rpcs::Rpcs(Engine& engine, const GrpcOptions& options) : engine_(engine), options_(options) {}
+Rpcs::Rpcs(Engine& engine, const GrpcOptions& options)
+    : engine_(engine), options_(options), background_(std::make_shared<Background>()) {}
+
+Rpcs::~Rpcs() {
+  std::unique_lock lock(background_->mu);
+  background_->cv.wait(lock, [this] { return background_->running == 0; });
+}
 
 std::optional<Status> Rpcs::refuse(Rpc rpc, const Metadata& metadata) const {
   const bool control =
@@ -312,9 +338,11 @@ void Rpcs::unary(Rpc rpc, std::string bytes, Reply reply) {
             }
           });
     case Rpc::kRepositoryModelLoad:
-      return in_background<inference::RepositoryModelLoadRequest>(engine, bytes, std::move(reply), &model_load);
+      return in_background<inference::RepositoryModelLoadRequest>(engine, background_, bytes, std::move(reply),
+                                                                  &model_load);
     case Rpc::kRepositoryModelUnload:
-      return in_background<inference::RepositoryModelUnloadRequest>(engine, bytes, std::move(reply), &model_unload);
+      return in_background<inference::RepositoryModelUnloadRequest>(engine, background_, bytes, std::move(reply),
+                                                                    &model_unload);
     case Rpc::kModelInfer: break;
     case Rpc::kModelStreamInfer:
       return reply(failed(Status(StatusCode::INTERNAL, "ModelStreamInfer is a stream, not a unary call")));

@@ -22,11 +22,13 @@
 // protect_inference every RPC but ServerLive and ServerReady does. Missing: UNAUTHENTICATED;
 // wrong: PERMISSION_DENIED.
 //
-// Thread safety: every member may be called from any number of threads at once (no mutable
-// state). Ownership: the engine is borrowed and must outlive this object and every answer.
+// Thread safety: every member may be called from any number of threads at once. Ownership: the
+// engine is borrowed and must outlive this object; the destructor waits for model loads and
+// unloads still running.
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -77,6 +79,10 @@ using Reply = std::function<void(Answer)>;
 class Rpcs {
  public:
   Rpcs(Engine& engine, const GrpcOptions& options);
+  // Waits for model loads and unloads still running (they use the engine).
+  ~Rpcs();
+  Rpcs(const Rpcs&) = delete;
+  Rpcs& operator=(const Rpcs&) = delete;
 
   // The API key's verdict for `rpc`.
   std::optional<grpc::Status> refuse(Rpc rpc, const Metadata& metadata) const;
@@ -86,9 +92,12 @@ class Rpcs {
   // ModelStreamInferResponse (errors in-band).
   void stream_request(std::string request, Reply reply);
 
+  struct Background;  // model loads and unloads on threads of their own (rpcs.cpp)
+
  private:
   Engine& engine_;
   GrpcOptions options_;
+  std::shared_ptr<Background> background_;
 };
 
 }  // namespace glassbox::serve

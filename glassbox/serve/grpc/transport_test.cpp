@@ -385,6 +385,19 @@ TEST_F(GrpcTransportTest, KeepAlivePingsAndAnUnansweredOneClosesTheConnection) {
   expect_serving();
 }
 
+TEST_F(GrpcTransportTest, OversizedRequestHeadersResetOnlyThatCall) {
+  RawH2 c(server_->port());
+  auto h = RawH2::grpc_headers(kInfer);
+  h.emplace_back("x-big", std::string(70 * 1024, 'a'));  // over the 64 KiB the server advertises
+  const std::int32_t big = c.request(h, infer_body());
+  ASSERT_TRUE(c.run_until([&] { return c.is_closed(big); }));
+  EXPECT_EQ(c.headers[big].count("grpc-status"), 0u);  // reset, not answered
+  const std::int32_t good = c.request(RawH2::grpc_headers(kInfer), infer_body());
+  ASSERT_TRUE(c.run_until([&] { return c.is_closed(good); }));
+  EXPECT_EQ(c.headers[good]["grpc-status"], "0");
+  EXPECT_TRUE(engine_.seen.size() == 1u);  // only the good call reached the engine
+}
+
 TEST_F(GrpcTransportTest, BytesThatAreNotHttp2CloseOnlyThatConnection) {
   RawH2 c(server_->port());
   c.send_raw("GET / HTTP/1.1\r\nHost: x\r\n\r\n");

@@ -1,14 +1,15 @@
 // gRPC's message framing and header encodings (see wire.h). Tested in transport_test.cpp.
 #include "glassbox/serve/grpc/wire.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace glassbox::serve {
 
 void MessageReader::feed(std::string_view data) {
   if (error_) return;
-  if (consumed_ > 0 && consumed_ == buffered_.size()) {
-    buffered_.clear();
+  if (consumed_ > 0) {  // drop what was handed out: the buffer holds one message's worth at most
+    buffered_.erase(0, consumed_);
     consumed_ = 0;
   }
   buffered_.append(data);
@@ -28,7 +29,12 @@ std::optional<MessageReader::Message> MessageReader::next() {
     return std::nullopt;
   }
   if (buffered_.size() - consumed_ - 5 < length) {
-    if (buffered_.capacity() < consumed_ + 5 + length) buffered_.reserve(consumed_ + 5 + length);
+    // Room for the rest of the message, growing geometrically with what arrived (at most twice
+    // that, plus 1 MiB): a declared length alone does not commit memory.
+    const std::size_t want = consumed_ + 5 + static_cast<std::size_t>(length);
+    if (buffered_.capacity() < want) {
+      buffered_.reserve(std::min(want, std::max(2 * buffered_.capacity(), buffered_.size() + (std::size_t{1} << 20))));
+    }
     return std::nullopt;
   }
   Message m;
