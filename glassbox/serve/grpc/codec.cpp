@@ -56,7 +56,7 @@ void parse_parameters(const ModelInferRequest& req, InferRequest& out) {
   const std::string& model = req.model_name();
   for (const auto& [key, v] : req.parameters()) {
     if (key == "triton_enable_empty_final_response") {
-      // perf_analyzer and tritonclient's C++ client send it; every answer here is final (stream.cpp).
+      // perf_analyzer and tritonclient's C++ client send it; every answer here is final (rpcs.cpp, stream_request).
       if (v.parameter_choice_case() != InferParameter::kBoolParam) {
         bad("parameter 'triton_enable_empty_final_response' must be true or false, got " + brief(v) + " (model '" +
             model + "')");
