@@ -3,13 +3,16 @@
 // perf_analyzer in tests/serve/grpc_test.py.
 #include "glassbox/serve/grpc/rpcs.h"
 
+#include <algorithm>
 #include <array>
 #include <condition_variable>
+#include <cstdio>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
 
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/json_util.h>
 
 #include "glassbox/base/error.h"
@@ -257,8 +260,27 @@ std::optional<Status> check_api_key(const Metadata& metadata, const std::string&
   return Status(StatusCode::UNAUTHENTICATED, "this RPC requires an API key" + hint);
 }
 
+namespace {
+
+// protobuf logs an ERROR line for each string field that is not UTF-8 while parsing; over the
+// network that is a client's mistake, which its call's INVALID_ARGUMENT reports, and a line per
+// bad request would let any client flood the server's log. Those lines go; the rest as before.
+void quiet_parse_errors(google::protobuf::LogLevel level, const char* file, int line, const std::string& message) {
+  if (level < google::protobuf::LOGLEVEL_FATAL &&
+      std::string_view(file).find("wire_format_lite") != std::string_view::npos)
+    return;
+  static const char* const kLevels[] = {"INFO", "WARNING", "ERROR", "FATAL"};
+  std::fprintf(stderr, "[libprotobuf %s %s:%d] %s\n", kLevels[std::clamp(static_cast<int>(level), 0, 3)], file, line,
+               message.c_str());
+}
+
+}  // namespace
+
 Rpcs::Rpcs(Engine& engine, const GrpcOptions& options)
-    : engine_(engine), options_(options), background_(std::make_shared<Background>()) {}
+    : engine_(engine), options_(options), background_(std::make_shared<Background>()) {
+  static std::once_flag once;
+  std::call_once(once, [] { google::protobuf::SetLogHandler(&quiet_parse_errors); });
+}
 
 Rpcs::~Rpcs() {
   std::unique_lock lock(background_->mu);

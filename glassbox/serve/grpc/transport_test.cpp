@@ -74,6 +74,8 @@ TEST(GrpcWire, TimeoutsAndMessages) {
   EXPECT_EQ(parse_grpc_timeout("2S"), std::chrono::nanoseconds(2'000'000'000));
   EXPECT_EQ(parse_grpc_timeout("1H"), std::chrono::nanoseconds(3'600'000'000'000));
   EXPECT_EQ(parse_grpc_timeout("99999999n"), std::chrono::nanoseconds(99'999'999));
+  EXPECT_EQ(parse_grpc_timeout("99999999H"), std::chrono::nanoseconds::max());  // saturates (fuzzing found it)
+  EXPECT_EQ(parse_grpc_timeout("2562047H"), std::chrono::nanoseconds(2'562'047LL * 3'600'000'000'000LL));
   EXPECT_FALSE(parse_grpc_timeout("m"));
   EXPECT_FALSE(parse_grpc_timeout("123456789S"));  // more than 8 digits
   EXPECT_FALSE(parse_grpc_timeout("12x"));
@@ -382,6 +384,19 @@ TEST_F(GrpcTransportTest, KeepAlivePingsAndAnUnansweredOneClosesTheConnection) {
   RawH2 silent(server_->port(), /*auto_ping_ack=*/false);
   ASSERT_TRUE(silent.run_until([&] { return silent.eof; }));  // no ACK: closed
   EXPECT_GE(silent.pings, 1);
+  expect_serving();
+}
+
+TEST_F(GrpcTransportTest, AMessageThatDoesNotParseIsInvalidArgumentWithoutALogLine) {
+  RawH2 c(server_->port());
+  ::testing::internal::CaptureStderr();
+  const std::int32_t id =
+      c.request(RawH2::grpc_headers(kInfer), frame(std::string("\x0a\x01\xff", 3)));  // model_name: not UTF-8
+  ASSERT_TRUE(c.run_until([&] { return c.is_closed(id); }));
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(c.headers[id]["grpc-status"], "3");
+  EXPECT_EQ(c.headers[id]["grpc-message"], "the request is not a valid inference.ModelInferRequest message");
+  EXPECT_EQ(log.find("libprotobuf"), std::string::npos) << log;
   expect_serving();
 }
 

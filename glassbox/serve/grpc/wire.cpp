@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 namespace glassbox::serve {
 
@@ -73,16 +74,20 @@ std::optional<std::chrono::nanoseconds> parse_grpc_timeout(std::string_view v) {
     if (c < '0' || c > '9') return std::nullopt;
     n = n * 10 + (c - '0');
   }
-  using namespace std::chrono;
+  // Nanoseconds per unit; 99999999 hours does not fit in 64-bit nanoseconds, so a value beyond
+  // that saturates (about 292 years).
+  std::int64_t unit = 0;
   switch (v.back()) {
-    case 'H': return duration_cast<nanoseconds>(hours(n));
-    case 'M': return duration_cast<nanoseconds>(minutes(n));
-    case 'S': return duration_cast<nanoseconds>(seconds(n));
-    case 'm': return duration_cast<nanoseconds>(milliseconds(n));
-    case 'u': return duration_cast<nanoseconds>(microseconds(n));
-    case 'n': return nanoseconds(n);
+    case 'H': unit = 3'600'000'000'000; break;
+    case 'M': unit = 60'000'000'000; break;
+    case 'S': unit = 1'000'000'000; break;
+    case 'm': unit = 1'000'000; break;
+    case 'u': unit = 1'000; break;
+    case 'n': unit = 1; break;
     default: return std::nullopt;
   }
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  return std::chrono::nanoseconds(n > kMax / unit ? kMax : n * unit);
 }
 
 std::string percent_encode(std::string_view text) {

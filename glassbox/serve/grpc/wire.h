@@ -49,7 +49,8 @@ std::string frame(std::string_view message);
 // Writes the prefix into framed[0..5) for the message that follows it (framed.size() - 5 bytes).
 void set_prefix(std::string& framed);
 
-// "1-8 digits" + unit (H M S m u n) → the duration; nullopt when malformed.
+// "1-8 digits" + unit (H M S m u n) → the duration (saturating at 2^63-1 ns); nullopt when
+// malformed.
 std::optional<std::chrono::nanoseconds> parse_grpc_timeout(std::string_view value);
 
 // grpc-message's encoding: bytes outside 0x20..0x7E and '%' as %XX.
