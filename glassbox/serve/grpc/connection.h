@@ -21,9 +21,12 @@
 // DEADLINE_EXCEEDED.
 // Keep-alive (GrpcOptions): a PING after keepalive_time without reads while calls are open (or
 // always, with keepalive_permit_without_calls), the connection closed when no ACK comes within
-// keepalive_timeout; at most http2_max_pings_without_data such pings between DATA frames. Client
-// pings closer than http2_min_ping_interval while no call is open are strikes; past
-// http2_max_ping_strikes the connection ends with GOAWAY ENHANCE_YOUR_CALM "too_many_pings".
+// keepalive_timeout; at most http2_max_pings_without_data such pings between DATA or HEADERS
+// frames. A client ping closer to the previous one than http2_min_ping_interval (2 hours while no
+// call is open, unless keepalive_permit_without_calls), with nothing sent by the server in
+// between, is a strike; past http2_max_ping_strikes the connection ends with GOAWAY
+// ENHANCE_YOUR_CALM "too_many_pings". Limits: request headers 64 KiB (the call is reset), 4096
+// calls open at once.
 // A client that has not sent the HTTP/2 preface within 20 s is disconnected.
 //
 // Thread safety: begin_stop, abort and check may be called from any thread (they post to the
