@@ -10,8 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "glassbox/serve/engine/fake_engine_test.h"
-#include "glassbox/serve/grpc/grpc_client_test.h"
+#include "glassbox/serve/grpc/grpc_fixture_test.h"
 
 namespace glassbox::serve {
 namespace {
@@ -19,36 +18,17 @@ namespace {
 using testing::FakeEngine;
 using testing::floats_of;
 using testing::fp32_request;
+using testing::GrpcServerFixture;
 using testing::GrpcTestClient;
+using testing::test_options;
 
-GrpcOptions test_options() {
-  GrpcOptions o;
-  o.address = "127.0.0.1";
-  o.port = 0;
-  return o;
-}
-
-class GrpcServerTest : public ::testing::Test {
+class GrpcServerTest : public GrpcServerFixture {
  protected:
-  void start(GrpcOptions o = test_options()) {
-    if (server_) server_->stop();
-    server_ = std::make_unique<GrpcServer>(engine_, o);
-    server_->start();
-    client_ = std::make_unique<GrpcTestClient>(server_->port());
-  }
-  void SetUp() override { start(); }
-  void TearDown() override {
-    if (server_) server_->stop();
-  }
   template <typename Req, typename Resp, typename Method>
   grpc::Status call(Method method, const Req& req, Resp& resp, const std::map<std::string, std::string>& md = {}) {
     auto ctx = GrpcTestClient::context(md);
     return ((*client_->stub).*method)(ctx.get(), req, &resp);
   }
-
-  FakeEngine engine_;
-  std::unique_ptr<GrpcServer> server_;
-  std::unique_ptr<GrpcTestClient> client_;
 };
 
 using Stub = inference::GRPCInferenceService::Stub;

@@ -6,9 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "glassbox/serve/engine/fake_engine_test.h"
-#include "glassbox/serve/grpc/grpc_client_test.h"
-#include "glassbox/serve/grpc/server.h"
+#include "glassbox/serve/grpc/grpc_fixture_test.h"
 
 namespace glassbox::serve {
 namespace {
@@ -19,23 +17,7 @@ using testing::fp32_request;
 using testing::GrpcTestClient;
 using Stream = grpc::ClientReaderWriter<inference::ModelInferRequest, inference::ModelStreamInferResponse>;
 
-class GrpcStreamTest : public ::testing::Test {
- protected:
-  void start(GrpcOptions o) {
-    server_ = std::make_unique<GrpcServer>(engine_, o);
-    server_->start();
-    client_ = std::make_unique<GrpcTestClient>(server_->port());
-  }
-  void SetUp() override {
-    GrpcOptions o;
-    o.address = "127.0.0.1";
-    o.port = 0;
-    start(o);
-  }
-  FakeEngine engine_;
-  std::unique_ptr<GrpcServer> server_;
-  std::unique_ptr<GrpcTestClient> client_;
-};
+class GrpcStreamTest : public testing::GrpcServerFixture {};
 
 TEST_F(GrpcStreamTest, AnInBandErrorLeavesTheStreamOpen) {
   auto ctx = GrpcTestClient::context();

@@ -21,9 +21,7 @@
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>
 
-#include "glassbox/serve/engine/fake_engine_test.h"
-#include "glassbox/serve/grpc/grpc_client_test.h"
-#include "glassbox/serve/grpc/server.h"
+#include "glassbox/serve/grpc/grpc_fixture_test.h"
 #include "glassbox/serve/grpc/wire.h"
 #include "glassbox/serve/net/zlib.h"
 
@@ -33,7 +31,9 @@ namespace {
 using testing::FakeEngine;
 using testing::floats_of;
 using testing::fp32_request;
+using testing::GrpcServerFixture;
 using testing::GrpcTestClient;
+using testing::test_options;
 using namespace std::chrono_literals;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
@@ -84,25 +84,8 @@ TEST(GrpcWire, TimeoutsAndMessages) {
   EXPECT_EQ(percent_encode("100% \xe2\x9c\x93\n"), "100%25 %E2%9C%93%0A");
 }
 
-GrpcOptions test_options() {
-  GrpcOptions o;
-  o.address = "127.0.0.1";
-  o.port = 0;
-  return o;
-}
-
-class GrpcTransportTest : public ::testing::Test {
+class GrpcTransportTest : public GrpcServerFixture {
  protected:
-  void start(GrpcOptions o = test_options()) {
-    if (server_) server_->stop();
-    server_ = std::make_unique<GrpcServer>(engine_, o);
-    server_->start();
-    client_ = std::make_unique<GrpcTestClient>(server_->port());
-  }
-  void SetUp() override { start(); }
-  void TearDown() override {
-    if (server_) server_->stop();
-  }
   // A good call on a new channel: the server still serves.
   void expect_serving() {
     GrpcTestClient fresh(server_->port());
@@ -111,10 +94,6 @@ class GrpcTransportTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.error_message();
     EXPECT_EQ(floats_of(r.raw_output_contents(0)), (std::vector<float>{1.5f, -2}));
   }
-
-  FakeEngine engine_;
-  std::unique_ptr<GrpcServer> server_;
-  std::unique_ptr<GrpcTestClient> client_;
 };
 
 TEST_F(GrpcTransportTest, CompressedRequestsAreInflated) {
