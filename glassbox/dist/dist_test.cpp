@@ -1,0 +1,359 @@
+// Multi-process tests: each Dist.* test starts its ranks as child processes running this binary's
+// DistWorker.* test of the same name (skipped unless GB_DIST_WORKER is set), with torchrun's
+// environment, and checks their exit codes and output.
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "glassbox/base/error.h"
+#include "glassbox/dist/data_parallel.h"
+#include "glassbox/dist/group.h"
+#include "glassbox/dist/world.h"
+#include "glassbox/testing/testing.h"
+
+namespace glassbox::dist {
+namespace {
+
+namespace fs = std::filesystem;
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct RankResult {
+  int rc = -1;
+  std::string output;
+};
+
+// Runs DistWorker.<name> as ranks 0..world-1 (only those in `ranks` when given) and waits for all.
+std::vector<RankResult> spawn(const std::string& name, int world, const std::string& extra_env = "",
+                              std::vector<int> ranks = {}) {
+  if (ranks.empty())
+    for (int r = 0; r < world; ++r) ranks.push_back(r);
+  const fs::path dir = testing::temp_dir("dist_" + name);
+  const std::string exe = fs::read_symlink("/proc/self/exe").string();
+  const int port = free_port();
+  std::ostringstream cmd;
+  for (int r : ranks) {
+    cmd << "( GB_DIST_WORKER=1 RANK=" << r << " LOCAL_RANK=" << r << " WORLD_SIZE=" << world
+        << " LOCAL_WORLD_SIZE=" << world << " MASTER_ADDR=127.0.0.1 MASTER_PORT=" << port << " " << extra_env
+        << " timeout 120 " << exe << " --gtest_filter=DistWorker." << name << " > " << (dir / std::to_string(r)).string()
+        << ".out 2>&1; echo $? > " << (dir / std::to_string(r)).string() << ".rc ) & ";
+  }
+  cmd << "wait";
+  testing::run_command(cmd.str());
+  std::vector<RankResult> out(static_cast<std::size_t>(world));
+  for (int r : ranks) {
+    std::ifstream rc(dir / (std::to_string(r) + ".rc"));
+    rc >> out[static_cast<std::size_t>(r)].rc;
+    std::ifstream o(dir / (std::to_string(r) + ".out"));
+    std::stringstream ss;
+    ss << o.rdbuf();
+    out[static_cast<std::size_t>(r)].output = ss.str();
+  }
+  return out;
+}
+
+bool is_worker() { return std::getenv("GB_DIST_WORKER") != nullptr; }
+
+#define WORKER_ONLY() \
+  if (!is_worker()) GTEST_SKIP() << "runs as a rank of the Dist test of the same name"
+
+std::shared_ptr<Group> join(std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  auto world = WorldInfo::from_env();
+  EXPECT_TRUE(world.has_value());
+  GroupOptions o;
+  o.timeout = timeout;
+  return Group::connect(*world, o);
+}
+
+void expect_all_ok(const std::vector<RankResult>& results) {
+  for (std::size_t r = 0; r < results.size(); ++r)
+    EXPECT_EQ(results[r].rc, 0) << "rank " << r << " output:\n" << results[r].output;
+}
+
+// --- collectives ---------------------------------------------------------------------------------
+
+TEST(DistWorker, Collectives) {
+  WORKER_ONLY();
+  auto g = join();
+  const int r = g->rank();
+  ASSERT_EQ(g->size(), 2);
+  std::vector<at::Tensor> t{torch::full({3}, static_cast<float>(r + 1)), torch::tensor({r * 10}, torch::kLong)};
+  g->all_reduce(t);
+  EXPECT_TRUE(t[0].equal(torch::full({3}, 3.0f)));
+  EXPECT_EQ(t[1].item<std::int64_t>(), 10);
+  std::vector<at::Tensor> m{torch::tensor({static_cast<double>(r), -static_cast<double>(r)})};
+  g->all_reduce(m, ReduceOp::kMax);
+  EXPECT_TRUE(m[0].equal(torch::tensor({1.0, 0.0}, torch::kDouble)));
+  std::vector<at::Tensor> b{torch::full({2, 2}, static_cast<float>(r + 5))};
+  g->broadcast(b, 1);
+  EXPECT_TRUE(b[0].equal(torch::full({2, 2}, 6.0f)));
+  // Rows of different counts, in rank order.
+  at::Tensor mine = r == 0 ? torch::arange(6, torch::kFloat).reshape({3, 2}) : torch::full({1, 2}, 9.0f);
+  at::Tensor all = g->all_gather_rows(mine);
+  ASSERT_EQ(all.sizes(), (std::vector<std::int64_t>{4, 2}));
+  EXPECT_TRUE(all.narrow(0, 0, 3).equal(torch::arange(6, torch::kFloat).reshape({3, 2})));
+  EXPECT_TRUE(all[3].equal(torch::full({2}, 9.0f)));
+  at::Tensor empty = g->all_gather_rows(r == 0 ? torch::empty({0}, torch::kLong) : torch::tensor({7}, torch::kLong));
+  EXPECT_TRUE(empty.equal(torch::tensor({7}, torch::kLong)));
+  EXPECT_TRUE(g->any(r == 1));
+  EXPECT_FALSE(g->any(false));
+  EXPECT_EQ(g->max(r * 7 + 1), 8);
+  g->barrier();
+}
+
+TEST(Dist, Collectives) { expect_all_ok(spawn("Collectives", 2)); }
+
+// --- gradients: 2 ranks x half batch == 1 process x full batch ---------------------------------------
+
+struct Net : torch::nn::Module {
+  torch::nn::Linear a{nullptr}, b{nullptr}, unused{nullptr};
+  explicit Net(bool with_unused) {
+    a = register_module("a", torch::nn::Linear(8, 16));
+    b = register_module("b", torch::nn::Linear(16, 3));
+    if (with_unused) unused = register_module("unused", torch::nn::Linear(3, 3));
+  }
+  at::Tensor forward(const at::Tensor& x) { return b->forward(torch::tanh(a->forward(x))); }
+};
+
+std::pair<std::vector<at::Tensor>, std::vector<std::string>> trainable(torch::nn::Module& m) {
+  std::vector<at::Tensor> p;
+  std::vector<std::string> n;
+  for (const auto& item : m.named_parameters(true)) {
+    p.push_back(item.value());
+    n.push_back(item.key());
+  }
+  return {p, n};
+}
+
+TEST(DistWorker, GradientsMatchOneProcess) {
+  WORKER_ONLY();
+  auto g = join();
+  const int r = g->rank();
+  torch::manual_seed(100 + static_cast<std::uint64_t>(r));  // different initial weights: rank 0's must win
+  auto net = std::make_shared<Net>(false);
+  torch::manual_seed(0);
+  auto ref = std::make_shared<Net>(false);  // the one-process run, from rank 0's initial weights
+  {
+    torch::NoGradGuard ng;
+    // Rank 0 built `net` from seed 100: rebuild that for the reference.
+    torch::manual_seed(100);
+    auto rank0 = std::make_shared<Net>(false);
+    for (std::size_t i = 0; i < ref->parameters().size(); ++i) ref->parameters()[i].copy_(rank0->parameters()[i]);
+  }
+  auto [params, names] = trainable(*net);
+  DataParallel ddp(g, *net, params, names, {});
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  torch::optim::SGD ref_opt(ref->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  torch::manual_seed(7);
+  for (int step = 0; step < 20; ++step) {
+    at::Tensor x = torch::randn({32, 8});
+    at::Tensor y = torch::randint(0, 3, {32}, torch::kLong);
+    // This rank's half: samples r, r+2, r+4, ... (DistributedSampler's interleaving).
+    at::Tensor idx = torch::arange(r, 32, 2, torch::kLong);
+    for (auto& p : net->parameters())
+      if (p.grad().defined()) p.grad().zero_();
+    ddp.before_forward(true);
+    at::Tensor loss = torch::cross_entropy_loss(net->forward(x.index_select(0, idx)), y.index_select(0, idx));
+    ddp.before_backward({loss});
+    loss.backward();
+    ddp.after_backward();
+    opt.step();
+    ref_opt.zero_grad();
+    torch::cross_entropy_loss(ref->forward(x), y).backward();
+    ref_opt.step();
+  }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double diff = (params[i] - ref->parameters()[i]).abs().max().item<double>();
+    EXPECT_LT(diff, 1e-6) << names[i];
+    // Bit-identical across ranks.
+    at::Tensor both = g->all_gather_rows(params[i].detach().reshape({1, -1}).contiguous());
+    EXPECT_TRUE(both[0].equal(both[1])) << names[i];
+  }
+}
+
+TEST(Dist, GradientsMatchOneProcess) { expect_all_ok(spawn("GradientsMatchOneProcess", 2)); }
+
+TEST(DistWorker, UnusedParameterIsNamed) {
+  WORKER_ONLY();
+  auto g = join();
+  auto net = std::make_shared<Net>(true);
+  auto [params, names] = trainable(*net);
+  DataParallel ddp(g, *net, params, names, {});
+  ddp.before_forward(true);
+  at::Tensor loss = net->forward(torch::randn({4, 8})).sum();
+  ddp.before_backward({loss});
+  loss.backward();
+  try {
+    ddp.after_backward();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unused.weight, unused.bias"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("find_unused_parameters"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Dist, UnusedParameterIsNamed) { expect_all_ok(spawn("UnusedParameterIsNamed", 2)); }
+
+TEST(DistWorker, FindUnusedParameters) {
+  WORKER_ONLY();
+  auto g = join();
+  auto net = std::make_shared<Net>(true);
+  auto [params, names] = trainable(*net);
+  DataParallelOptions o;
+  o.find_unused_parameters = true;
+  DataParallel ddp(g, *net, params, names, o);
+  torch::manual_seed(static_cast<std::uint64_t>(g->rank()));
+  for (int step = 0; step < 3; ++step) {
+    ddp.before_forward(true);
+    at::Tensor loss = net->forward(torch::randn({4, 8})).sum();
+    ddp.before_backward({loss});
+    loss.backward();
+    ddp.after_backward();
+  }
+  at::Tensor grads = g->all_gather_rows(net->a->weight.grad().reshape({1, -1}).contiguous());
+  EXPECT_TRUE(grads[0].equal(grads[1]));
+}
+
+TEST(Dist, FindUnusedParameters) { expect_all_ok(spawn("FindUnusedParameters", 2)); }
+
+// --- faults ----------------------------------------------------------------------------------------
+
+TEST(DistWorker, DeadRankIsNamed) {
+  WORKER_ONLY();
+  auto g = join(std::chrono::seconds(20));
+  std::vector<at::Tensor> t{torch::ones({4})};
+  g->all_reduce(t);
+  if (g->rank() == 1) ::raise(SIGKILL);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    for (int i = 0; i < 100; ++i) g->all_reduce(t, ReduceOp::kSum, "all-reduce of the gradients");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << m;
+    EXPECT_NE(m.find("rank 1 is gone"), std::string::npos) << m;
+    EXPECT_NE(m.find("all-reduce of the gradients"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  std::_Exit(::testing::Test::HasFailure() ? 1 : 0);
+}
+
+TEST(Dist, DeadRankIsNamed) {
+  const auto r = spawn("DeadRankIsNamed", 2);
+  EXPECT_EQ(r[0].rc, 0) << r[0].output;
+  EXPECT_NE(r[1].rc, 0);
+}
+
+TEST(DistWorker, StuckRankIsNamed) {
+  WORKER_ONLY();
+  auto g = join(std::chrono::seconds(3));
+  std::vector<at::Tensor> t{torch::ones({4})};
+  g->all_reduce(t);
+  if (g->rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(7));  // alive, heartbeat on, not joining
+    std::_Exit(0);
+  }
+  try {
+    g->all_reduce(t, ReduceOp::kSum, "all-reduce of the gradients");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kDeadlineExceeded) << m;
+    EXPECT_NE(m.find("rank 1 did not join the all-reduce of the gradients within 3 s"), std::string::npos) << m;
+  }
+  std::_Exit(::testing::Test::HasFailure() ? 1 : 0);
+}
+
+TEST(Dist, StuckRankIsNamed) {
+  const auto r = spawn("StuckRankIsNamed", 2);
+  EXPECT_EQ(r[0].rc, 0) << r[0].output;
+}
+
+TEST(DistWorker, MissingRankAtRendezvous) {
+  WORKER_ONLY();
+  try {
+    join(std::chrono::seconds(2));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kDeadlineExceeded) << m;
+    EXPECT_NE(m.find("rank 1 did not arrive at the rendezvous"), std::string::npos) << m;
+  }
+  std::_Exit(::testing::Test::HasFailure() ? 1 : 0);
+}
+
+TEST(Dist, MissingRankAtRendezvous) {
+  const auto r = spawn("MissingRankAtRendezvous", 2, "", {0});
+  EXPECT_EQ(r[0].rc, 0) << r[0].output;
+}
+
+// --- environment -------------------------------------------------------------------------------------
+
+TEST(World, FromEnvironment) {
+  if (is_worker()) GTEST_SKIP();
+  ::unsetenv("WORLD_SIZE");
+  EXPECT_FALSE(WorldInfo::from_env().has_value());
+  ::setenv("WORLD_SIZE", "4", 1);
+  ::setenv("RANK", "3", 1);
+  ::setenv("LOCAL_WORLD_SIZE", "2", 1);
+  ::setenv("LOCAL_RANK", "1", 1);
+  ::setenv("MASTER_ADDR", "10.0.0.1", 1);
+  ::setenv("MASTER_PORT", "29400", 1);
+  auto w = WorldInfo::from_env();
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->rank, 3);
+  EXPECT_EQ(w->node_rank, 1);  // no GROUP_RANK: rank / LOCAL_WORLD_SIZE
+  EXPECT_EQ(w->master_addr, "10.0.0.1");
+  EXPECT_EQ(w->master_port, 29400);
+  ::setenv("RANK", "4", 1);
+  EXPECT_THROW(WorldInfo::from_env(), Error);
+  ::setenv("RANK", "x", 1);
+  try {
+    WorldInfo::from_env();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("RANK=\"x\""), std::string::npos);
+  }
+  for (const char* v : {"WORLD_SIZE", "RANK", "LOCAL_WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"})
+    ::unsetenv(v);
+}
+
+TEST(World, LocalAddress) {
+  if (is_worker()) GTEST_SKIP();
+  EXPECT_EQ(local_address_towards("127.0.0.1"), "127.0.0.1");
+  EXPECT_THROW(local_address_towards("no-such-host.invalid"), Error);
+}
+
+// The gloo headers are Debian's, older than the gloo inside LibTorch: the one translation unit
+// that includes them must define no gloo code of its own (it would take over the wheel's).
+TEST(World, GlooUnitDefinesNoGlooCode) {
+  if (is_worker()) GTEST_SKIP();
+  const fs::path obj = testing::build_path("glassbox/dist/CMakeFiles/gb_dist.dir/gloo.cpp.o");
+  if (!fs::exists(obj)) GTEST_SKIP() << "no " << obj;
+  const auto [rc, out] = testing::run_command("nm -C --defined-only " + obj.string() + " | grep -c ' gloo::' || true");
+  EXPECT_EQ(std::stoi(out), 0) << "nm: gloo symbols defined in gloo.cpp.o";
+}
+
+}  // namespace
+}  // namespace glassbox::dist
