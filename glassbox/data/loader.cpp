@@ -49,6 +49,8 @@ void LoaderOptions::validate() const {
            "use 0 to gather batches in the training thread");
   GB_CHECK(num_workers <= 256, InvalidArgument, "data.num_workers must be <= 256, got " << num_workers,
            "a few workers per core are plenty");
+  GB_CHECK(num_replicas >= 1 && rank >= 0 && rank < num_replicas, InvalidArgument,
+           "loader shard " << rank << " of " << num_replicas << " does not exist", "ranks count from 0 to W - 1");
   GB_CHECK(prefetch_factor >= 1, InvalidArgument, "data.prefetch_factor must be >= 1, got " << prefetch_factor,
            "set data.prefetch_factor to 2 (the default)");
 }
@@ -66,7 +68,8 @@ struct Loader::Impl {
   const LoaderOptions* options = nullptr;     // non-owning
   const BatchTransform* transform = nullptr;  // non-owning; null when empty
   bool pin = false;
-  std::int64_t n = 0;
+  std::int64_t n = 0;       // samples per epoch (this shard's)
+  std::int64_t full_n = 0;  // samples in the dataset
   std::int64_t num_batches = 0;
   std::int64_t window = 0;  // batches in flight: num_workers * prefetch_factor
   at::Tensor identity;      // [N] int64 0..N-1, the order without shuffling
@@ -90,11 +93,21 @@ struct Loader::Impl {
   mutable at::Tensor cached_order;
 
   at::Tensor order_of(std::int64_t e) const {
-    if (!options->shuffle) return identity;
-    at::Tensor own = dataset->shuffled_order(epoch_seed(options->seed, e));
-    if (own.defined()) return own.to(at::kLong).contiguous();
-    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(epoch_seed(options->seed, e));
-    return at::randperm(n, gen, at::TensorOptions().dtype(at::kLong));
+    at::Tensor full = identity;
+    if (options->shuffle) {
+      at::Tensor own = dataset->shuffled_order(epoch_seed(options->seed, e));
+      if (own.defined()) {
+        full = own.to(at::kLong).contiguous();
+      } else {
+        at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(epoch_seed(options->seed, e));
+        full = at::randperm(full_n, gen, at::TensorOptions().dtype(at::kLong));
+      }
+    }
+    const std::int64_t w = options->num_replicas;
+    if (w == 1 || full_n == 0) return full;
+    const std::int64_t total = n * w;
+    if (total > full_n) full = full.repeat({(total + full_n - 1) / full_n}).slice(0, 0, total);
+    return full.slice(0, options->rank, total, w).contiguous();
   }
 
   Batch make_batch(const at::Tensor& ord, std::int64_t e, std::int64_t b) const {
@@ -103,7 +116,8 @@ struct Loader::Impl {
     Batch batch = dataset->get_epoch_batch(ord.slice(0, start, end), epoch_seed(options->seed, e));
     batch.batch_index = b;
     if (transform != nullptr) {
-      batch = (*transform)(std::move(batch), batch_seed(options->seed, e, b));
+      const std::int64_t global = b * options->num_replicas + options->rank;
+      batch = (*transform)(std::move(batch), batch_seed(options->seed, e, global));
       batch.batch_index = b;
     }
     if (pin) {
@@ -184,12 +198,13 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, Ba
   s.options = &options_;
   s.transform = transform_ ? &transform_ : nullptr;
   s.pin = options_.pin_memory && cuda_available();
-  s.n = dataset_->size();
+  s.full_n = dataset_->size();
+  s.n = (s.full_n + options_.num_replicas - 1) / options_.num_replicas;
   s.num_batches =
       options_.drop_last ? s.n / options_.batch_size : (s.n + options_.batch_size - 1) / options_.batch_size;
   s.window = options_.num_workers * options_.prefetch_factor;
   s.slots.resize(static_cast<std::size_t>(s.window));
-  s.identity = at::arange(s.n, at::TensorOptions().dtype(at::kLong));
+  s.identity = at::arange(s.full_n, at::TensorOptions().dtype(at::kLong));
 }
 
 Loader::~Loader() {

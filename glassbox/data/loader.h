@@ -37,6 +37,13 @@ struct LoaderOptions {
   bool pin_memory = false;
   bool persistent_workers = false;
   std::int64_t seed = 0;
+  // DistributedSampler's sharding (set by data-parallel training, not a config key): this loader
+  // reads shard `rank` of `num_replicas`. The epoch's order (the same on every rank) is padded by
+  // repeating its head to a multiple of num_replicas, and rank r takes positions r, r + W, ...:
+  // every rank gets ceil(N / W) samples, and global batch b is the union of the ranks' batches b.
+  // MixUp/CutMix seeds follow the global batch index (b * W + r), so the ranks mix differently.
+  std::int64_t num_replicas = 1;
+  std::int64_t rank = 0;
 
   void visit(FieldVisitor& v);
   void validate() const;  // throws InvalidArgument naming the field
@@ -61,6 +68,7 @@ class Loader {
   Loader& operator=(const Loader&) = delete;
 
   std::int64_t num_batches() const;
+  // Samples this loader reads per epoch (its shard's with num_replicas > 1).
   std::int64_t dataset_size() const;
   const LoaderOptions& options() const { return options_; }
 

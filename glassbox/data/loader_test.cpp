@@ -5,6 +5,7 @@
 #include <chrono>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -15,6 +16,7 @@
 #include "glassbox/base/error.h"
 #include "glassbox/core/device.h"
 #include "glassbox/data/buffer_pool.h"
+#include "glassbox/testing/testing.h"
 
 namespace glassbox::data {
 namespace {
@@ -103,6 +105,77 @@ TEST(Loader, EverySampleExactlyOncePerEpochInSamplerOrder) {
       EXPECT_FALSE(torch::equal(all, torch::arange(103, torch::kLong)));  // shuffled
     }
   }
+}
+
+// DistributedSampler's shards, against torch.utils.data.DistributedSampler itself (no shuffle):
+// padded by repeating the head, rank r takes every W-th index from r.
+TEST(Loader, ShardsAreDistributedSamplers) {
+  const std::string script = R"(
+import sys
+from torch.utils.data import DistributedSampler
+n, w = int(sys.argv[1]), int(sys.argv[2])
+for r in range(w):
+    print(" ".join(str(i) for i in DistributedSampler(range(n), num_replicas=w, rank=r, shuffle=False)))
+)";  // no single quotes: it goes to python -c '...'
+
+  for (auto [n, w] : {std::pair<std::int64_t, std::int64_t>{11, 3}, {10, 2}, {3, 4}, {7, 2}}) {
+    const auto [rc, text] = testing::run_command(testing::python().string() + " -c '" + script + "' " +
+                                                 std::to_string(n) + " " + std::to_string(w));
+    ASSERT_EQ(rc, 0) << text;
+    std::istringstream lines(text);
+    auto ds = std::make_shared<ProbeDataset>(n);
+    for (std::int64_t r = 0; r < w; ++r) {
+      std::string line;
+      std::getline(lines, line);
+      std::istringstream in(line);
+      std::vector<std::int64_t> want;
+      for (std::int64_t i; in >> i;) want.push_back(i);
+      LoaderOptions o;
+      o.batch_size = 2;
+      o.num_replicas = w;
+      o.rank = r;
+      Loader loader(ds, o);
+      at::Tensor got = loader.epoch_order(0);
+      EXPECT_EQ(std::vector<std::int64_t>(got.data_ptr<std::int64_t>(), got.data_ptr<std::int64_t>() + got.numel()),
+                want)
+          << "n " << n << " w " << w << " rank " << r;
+      EXPECT_EQ(loader.dataset_size(), (n + w - 1) / w);
+    }
+  }
+}
+
+// Shuffled: the same epoch order on every rank, split as above; global batch b is the union of
+// the ranks' batches b (what makes 2 ranks x batch 16 train as 1 process x batch 32).
+TEST(Loader, ShuffledShardsSplitOneOrder) {
+  auto ds = std::make_shared<ProbeDataset>(64);
+  LoaderOptions one;
+  one.batch_size = 32;
+  one.shuffle = true;
+  one.seed = 5;
+  Loader single(ds, one);
+  for (std::int64_t epoch : {0, 3}) {
+    std::vector<at::Tensor> parts;
+    for (std::int64_t r = 0; r < 2; ++r) {
+      LoaderOptions o = one;
+      o.batch_size = 16;
+      o.num_replicas = 2;
+      o.rank = r;
+      Loader shard(ds, o);
+      ASSERT_EQ(shard.num_batches(), single.num_batches());
+      for (std::int64_t b = 0; b < shard.num_batches(); ++b) {
+        at::Tensor mine = std::get<0>(shard.batch_indices(epoch, b).sort());
+        at::Tensor whole = single.batch_indices(epoch, b);
+        EXPECT_TRUE(torch::isin(mine, whole).all().item<bool>()) << "epoch " << epoch << " batch " << b;
+      }
+      parts.push_back(shard.epoch_order(epoch));
+    }
+    EXPECT_TRUE(std::get<0>(torch::cat(parts).sort()).equal(torch::arange(64, torch::kLong)));
+    EXPECT_FALSE(parts[0].equal(parts[1]));
+  }
+  LoaderOptions bad = one;
+  bad.num_replicas = 2;
+  bad.rank = 2;
+  EXPECT_THROW(Loader(ds, bad), Error);
 }
 
 TEST(Loader, WithoutShuffleTheOrderIsTheIdentity) {
