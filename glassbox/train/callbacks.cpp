@@ -101,7 +101,7 @@ void ModelCheckpoint::save(Trainer& t, bool monitored) {
       const std::string old = worst_it->path;
       top_.erase(worst_it);
       t.save_checkpoint(d / name, options_.save_weights_only, options_.save_trainable_only);
-      if (old != (d / name).string()) remove_own(d, old);
+      if (old != (d / name).string() && t.is_global_zero()) remove_own(d, old);
     } else {
       t.save_checkpoint(d / name, options_.save_weights_only, options_.save_trainable_only);
     }
@@ -118,7 +118,7 @@ void ModelCheckpoint::save(Trainer& t, bool monitored) {
     best_path_ = (d / name).string();
     if (options_.save_top_k > 0) {
       while (static_cast<std::int64_t>(top_.size()) > options_.save_top_k) {
-        remove_own(d, top_.front().path);
+        if (t.is_global_zero()) remove_own(d, top_.front().path);
         top_.erase(top_.begin());
       }
     }

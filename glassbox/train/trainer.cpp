@@ -6,6 +6,7 @@
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/interrupt.h"
+#include "glassbox/data/dataset.h"
 #include "glassbox/core/device.h"
 #include "glassbox/core/seed.h"
 #include "glassbox/metrics/classification.h"
@@ -35,6 +36,48 @@ void Trainer::add_callback(std::unique_ptr<Callback> callback) {
   } else {
     auto it = std::find_if(callbacks_.begin(), callbacks_.end(), [](const auto& c) { return c->is_checkpoint(); });
     callbacks_.insert(it, std::move(callback));
+  }
+}
+
+void Trainer::set_process_group(std::shared_ptr<dist::Group> group) {
+  group_ = std::move(group);
+  ddp_.reset();
+  // Rank 0 logs; the others keep their rows in memory only.
+  if (group_ && group_->rank() != 0) logger_ = MetricsLogger();
+}
+
+std::int64_t Trainer::global_batch_size() const {
+  return (train_loader_ ? train_loader_->options().batch_size : 0) * world_size();
+}
+
+void Trainer::zero_grad() {
+  // Data-parallel: zeroed in place, so the gradients stay views into the Reducer's buckets.
+  optimizer_->zero_grad(/*set_to_none=*/ddp_ == nullptr);
+}
+
+void Trainer::build_data_parallel() {
+  ddp_.reset();
+  if (!group_) return;
+  std::vector<at::Tensor> params;
+  std::vector<std::string> names;
+  for (const auto& item : task_->module().named_parameters(true)) {
+    if (!item.value().requires_grad()) continue;
+    params.push_back(item.value());
+    names.push_back(item.key());
+  }
+  dist::DataParallelOptions o;
+  o.bucket_cap_mb = options_.ddp_bucket_cap_mb;
+  o.find_unused_parameters = options_.find_unused_parameters;
+  o.broadcast_buffers = options_.ddp_broadcast_buffers && !options_.sync_batchnorm;
+  ddp_ = std::make_unique<dist::DataParallel>(group_, task_->module(), std::move(params), std::move(names), o);
+}
+
+void Trainer::agree_on_stop() {
+  const std::int64_t mine = should_stop_ ? 1 + static_cast<std::int64_t>(stop_kind_) : 0;
+  const std::int64_t agreed = group_->max(mine, "agreement on stopping");
+  if (agreed > 0 && !should_stop_) {
+    const auto kind = static_cast<StopKind>(agreed - 1);
+    request_stop(std::string("another rank stopped (") + stop_kind_name(kind) + ")", kind);
   }
 }
 
@@ -104,6 +147,10 @@ void Trainer::setup(TaskModule& task, DataModule& data) {
   if (options_.num_threads > 0) torch::set_num_threads(static_cast<int>(options_.num_threads));
   at::globalContext().setDeterministicAlgorithms(options_.deterministic, /*warn_only=*/false);
   device_ = resolve_device(options_.device);
+  if (group_ && device_.is_cuda() && options_.device.find(':') == std::string::npos) {
+    // One GPU per rank on a node: cuda:LOCAL_RANK.
+    device_ = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(group_->world().local_rank));
+  }
   precision_ = std::make_unique<Precision>(options_.precision, device_);
   data.setup();
   task.module().to(device_);
@@ -123,17 +170,20 @@ void Trainer::setup(TaskModule& task, DataModule& data) {
     if (p.requires_grad()) trainable_.push_back(p);
   GB_CHECK(!trainable_.empty(), FailedPrecondition, "the model has no trainable parameters",
            "check trainer.freeze, freeze_fraction and freeze_blocks");
+  build_data_parallel();
 
   train_set_ = data.train_dataset();
   val_set_ = data.val_dataset();
   data::LoaderOptions lo = data.train_loader_options();
   lo.seed = lo.seed != 0 ? lo.seed : options_.seed;
   if (device_.is_cuda()) lo.pin_memory = true;
+  lo.num_replicas = world_size();
+  lo.rank = global_rank();
   if (options_.overfit_batches > 0) {
     // The same first batches, unshuffled, for training and validation.
     const std::int64_t full = (train_set_->size() + lo.batch_size - 1) / lo.batch_size;
     const std::int64_t n = resolve_batches(options_.overfit_batches, full, "overfit_batches");
-    const std::int64_t count = std::min<std::int64_t>(train_set_->size(), n * lo.batch_size);
+    const std::int64_t count = std::min<std::int64_t>(train_set_->size(), n * lo.batch_size * world_size());
     train_set_ = std::make_shared<data::SubsetDataset>(train_set_, torch::arange(count, torch::kLong));
     val_set_ = train_set_;
     lo.shuffle = false;
@@ -195,7 +245,13 @@ void Trainer::fit(TaskModule& task, DataModule& data, const std::filesystem::pat
   stop_kind_ = StopKind::kNone;
   resume_epoch_sums_.reset();
   train_seconds_before_ = 0;
+  resumed_world_size_ = 0;
   setup(task, data);
+  // Data-parallel: dropout and other random draws differ by rank (rank 0 keeps the seed's own
+  // stream); a resume with the same world size restores each rank's own state.
+  if (group_ && group_->rank() > 0)
+    seed_everything(data::splitmix64(static_cast<std::uint64_t>(options_.seed) ^
+                                     (0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(group_->rank()))));
   if (!resume_from.empty()) restore(resume_from, resume);
   fitting_ = true;
   fit_started_ = std::chrono::steady_clock::now();
@@ -260,6 +316,7 @@ void Trainer::unfreeze_backbone(double lr) {
   trainable_.clear();
   for (const auto& p : task_->module().parameters(true))
     if (p.requires_grad()) trainable_.push_back(p);
+  build_data_parallel();  // the Reducer covers the parameters that train now
   unfrozen_ = true;
   unfrozen_lr_ = lr;
 }
@@ -312,6 +369,8 @@ void Trainer::train_epoch() {
     if (!next) break;
     data::Batch batch = to_device(std::move(*next));
     each_callback([&](Callback& c) { c.on_train_batch_start(*this, batch); });
+    // Gradients are averaged over the ranks only in the step that closes an accumulation window.
+    if (ddp_) ddp_->before_forward(accumulated_ + 1 == accumulate || batch_in_epoch_ + 1 == num_train_batches_);
     StepOutput out;
     {
       auto scope = precision_->autocast();
@@ -321,15 +380,27 @@ void Trainer::train_epoch() {
              "return StepOutput{loss, logits}");
     if (accumulated_ == 0) {
       each_callback([&](Callback& c) { c.on_before_zero_grad(*this); });
-      optimizer_->zero_grad(true);
+      zero_grad();
     }
     at::Tensor loss = accumulate > 1 ? out.loss / static_cast<double>(accumulate) : out.loss;
     each_callback([&](Callback& c) { c.on_before_backward(*this, loss); });
-    precision_->scale(loss).backward();
+    if (ddp_) {
+      ddp_->before_backward({loss});
+      try {
+        precision_->scale(loss).backward();
+      } catch (const Error&) {
+        throw;
+      } catch (const std::exception& e) {
+        group_->fail_or_rethrow("all-reduce of the gradients", e);
+      }
+      ddp_->after_backward();
+    } else {
+      precision_->scale(loss).backward();
+    }
     each_callback([&](Callback& c) { c.on_after_backward(*this); });
     ++accumulated_;
     const std::int64_t bsz = batch.size();
-    samples_seen_ += bsz;
+    samples_seen_ += bsz * world_size();  // every rank's batch has this size (the sampler pads)
     epoch_loss_sum_.add_(out.loss.detach(), static_cast<double>(bsz));  // in float64, with no temporaries
     epoch_loss_count_ += bsz;
     ++batch_in_epoch_;
@@ -338,14 +409,23 @@ void Trainer::train_epoch() {
       optimizer_step();
       accumulated_ = 0;
       if (global_step_ % options_.log_every_n_steps == 0 && options_.fast_dev_run == 0) {
+        const bool with_acc = out.logits.defined() && out.logits.dim() == 2 && batch.targets.dim() == 1;
+        // [loss, correct, samples], summed over the ranks: the global batch's figures.
+        at::Tensor figures = torch::tensor(
+            {out.loss.item<double>(),
+             with_acc ? static_cast<double>(metrics::count_topk_correct(out.logits.detach(), batch.targets, 1)) : 0.0,
+             static_cast<double>(bsz)},
+            torch::kDouble);
+        if (group_) {
+          std::vector<at::Tensor> v{figures};
+          group_->all_reduce(v, dist::ReduceOp::kSum, "all-reduce of the logged loss");
+        }
+        const auto f = figures.accessor<double, 1>();
         nlohmann::json row = {{"epoch", epoch_},
                               {"step", global_step_},
-                              {"train_loss", out.loss.item<double>()},
+                              {"train_loss", f[0] / static_cast<double>(world_size())},
                               {"lr", optimizer_->lr(0)}};
-        if (out.logits.defined() && out.logits.dim() == 2 && batch.targets.dim() == 1) {
-          row["train_acc"] = static_cast<double>(metrics::count_topk_correct(out.logits.detach(), batch.targets, 1)) /
-                             static_cast<double>(bsz);
-        }
+        if (with_acc) row["train_acc"] = f[1] / f[2];
         if (std::isfinite(last_grad_norm_)) row["grad_norm"] = last_grad_norm_;
         row["samples_per_second"] = samples_per_second();
         logger_.log(row);
@@ -365,6 +445,8 @@ void Trainer::train_epoch() {
     // An interrupt stops at a step boundary (not inside a gradient-accumulation window), so the
     // checkpoint written next resumes exactly.
     if (accumulated_ == 0 && interrupt_requested()) request_stop("interrupted", StopKind::kInterrupted);
+    // Data-parallel: what any rank decided, every rank does (before validation, a collective).
+    if (group_ && accumulated_ == 0) agree_on_stop();
     // Lightning's rule: validate after every val_check_batch-th batch of the epoch (the last
     // batch only when it is such a multiple); the end-of-epoch check runs after the loop.
     const bool val_due = validate_this_epoch && window_done && batch_in_epoch_ % val_every_batches_ == 0;
@@ -374,13 +456,23 @@ void Trainer::train_epoch() {
       run_validation();
       train_mode();
     }
-    if (should_stop_) break;
+    if (should_stop_ && (!group_ || accumulated_ == 0)) break;
   }
   const bool epoch_complete = batch_in_epoch_ >= num_train_batches_;
-  if (epoch_loss_count_ > 0) {
-    callback_metrics_["train_loss"] = epoch_loss_sum_.item<double>() / static_cast<double>(epoch_loss_count_);
-    if (epoch_seen_ > 0)
-      callback_metrics_["train_acc"] = static_cast<double>(epoch_correct_) / static_cast<double>(epoch_seen_);
+  if (epoch_loss_count_ > 0 || group_) {
+    double loss_sum = epoch_loss_sum_.item<double>();
+    double counts[3] = {static_cast<double>(epoch_loss_count_), static_cast<double>(epoch_correct_),
+                        static_cast<double>(epoch_seen_)};
+    if (group_) {
+      // The epoch's figures over every rank's samples.
+      at::Tensor t = torch::tensor({loss_sum, counts[0], counts[1], counts[2]}, torch::kDouble);
+      std::vector<at::Tensor> v{t};
+      group_->all_reduce(v, dist::ReduceOp::kSum, "all-reduce of the epoch's loss");
+      loss_sum = t[0].item<double>();
+      for (int i = 0; i < 3; ++i) counts[i] = t[i + 1].item<double>();
+    }
+    if (counts[0] > 0) callback_metrics_["train_loss"] = loss_sum / counts[0];
+    if (counts[2] > 0) callback_metrics_["train_acc"] = counts[1] / counts[2];
   }
   if (epoch_complete && end_of_epoch_val) run_validation();
   if (epoch_complete || should_stop_) {
@@ -456,8 +548,9 @@ void Trainer::optimizer_step() {
     for (auto& g : grads) g.clamp_(-options_.gradient_clip_val, options_.gradient_clip_val);
   }
   each_callback([&](Callback& c) { c.on_before_optimizer_step(*this); });
+  if (group_) skip_step_ = group_->any(skip_step_, "agreement on skipping the step");
   if (skip_step_) {
-    optimizer_->zero_grad(true);
+    zero_grad();
     ++skipped_steps_;
   } else if (precision_->step_ok()) {
     optimizer_->step();
@@ -476,25 +569,97 @@ EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data
   auto& module = task_->module();
   module.eval();
   torch::NoGradGuard no_grad;
-  data::Loader loader(ds, data_->eval_loader_options());
-  loader.start_epoch(0);
+  const data::LoaderOptions eo = data_->eval_loader_options();
   at::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
-  std::int64_t seen = 0, batches = 0;
+  std::int64_t seen = 0;
   const bool test = std::string(stage) == "test";
   const std::unique_ptr<EvalMetrics> metrics = task_->eval_metrics();
-  while (auto b = loader.next()) {
-    if (limit_batches >= 0 && batches >= limit_batches) break;
-    data::Batch batch = to_device(std::move(*b));
-    StepOutput out;
-    {
-      auto scope = precision_->autocast();
-      out = test ? task_->test_step(batch) : task_->validation_step(batch);
+  const auto step = [&](const data::Batch& batch) {
+    auto scope = precision_->autocast();
+    return test ? task_->test_step(batch) : task_->validation_step(batch);
+  };
+  if (!group_) {
+    data::Loader loader(ds, eo);
+    loader.start_epoch(0);
+    std::int64_t batches = 0;
+    while (auto b = loader.next()) {
+      if (limit_batches >= 0 && batches >= limit_batches) break;
+      data::Batch batch = to_device(std::move(*b));
+      const StepOutput out = step(batch);
+      const std::int64_t bsz = batch.size();
+      if (out.loss.defined()) loss_sum.add_(out.loss.detach().to(torch::kDouble) * static_cast<double>(bsz));
+      if (out.logits.defined() && out.logits.dim() == 2) metrics->update(out.logits, batch.targets);
+      seen += bsz;
+      ++batches;
     }
-    const std::int64_t bsz = batch.size();
-    if (out.loss.defined()) loss_sum.add_(out.loss.detach().to(torch::kDouble) * static_cast<double>(bsz));
-    if (out.logits.defined() && out.logits.dim() == 2) metrics->update(out.logits, batch.targets);
-    seen += bsz;
-    ++batches;
+  } else {
+    // Exact evaluation: the evaluation batches are the one-process ones; batch b runs on rank
+    // b mod W, and every rank replays all of them in order from the gathered outputs (no sample
+    // twice, none padded), so losses and metrics come out as one process computes them.
+    const int world = group_->size(), rank = group_->rank();
+    data::Loader whole(ds, eo);
+    std::int64_t total = whole.num_batches();
+    if (limit_batches >= 0) total = std::min(total, limit_batches);
+    const at::Tensor order = whole.epoch_order(0);
+    std::vector<std::int64_t> own;
+    std::vector<at::Tensor> picks;
+    for (std::int64_t b = rank; b < total; b += world) {
+      own.push_back(b);
+      picks.push_back(order.slice(0, b * eo.batch_size, std::min(ds->size(), (b + 1) * eo.batch_size)));
+    }
+    std::vector<at::Tensor> losses, logits, targets;
+    std::vector<std::int64_t> sizes;
+    bool has_logits = false;
+    if (!own.empty()) {
+      data::LoaderOptions so = eo;
+      so.shuffle = false;
+      so.drop_last = false;
+      data::Loader loader(std::make_shared<data::SubsetDataset>(ds, torch::cat(picks)), so);
+      loader.start_epoch(0);
+      while (auto b = loader.next()) {
+        data::Batch batch = to_device(std::move(*b));
+        const StepOutput out = step(batch);
+        const std::int64_t bsz = batch.size();
+        losses.push_back(out.loss.defined() ? (out.loss.detach().to(torch::kDouble) * static_cast<double>(bsz)).cpu()
+                                            : torch::zeros({}, torch::kDouble));
+        if (out.logits.defined() && out.logits.dim() == 2) {
+          has_logits = true;
+          logits.push_back(out.logits.detach());
+          targets.push_back(batch.targets.detach());
+        }
+        sizes.push_back(bsz);
+      }
+      GB_CHECK(sizes.size() == own.size(), Internal,
+               "rank " << rank << " evaluated " << sizes.size() << " batches instead of " << own.size(), "report this");
+    }
+    has_logits = group_->any(has_logits, "agreement on the evaluation outputs");
+    const at::Tensor ids = group_->all_gather_rows(torch::tensor(own, torch::kLong), "gather of the evaluation");
+    const at::Tensor all_sizes = group_->all_gather_rows(torch::tensor(sizes, torch::kLong), "gather of the evaluation");
+    const at::Tensor all_losses = group_->all_gather_rows(
+        losses.empty() ? torch::empty({0}, torch::kDouble) : torch::stack(losses), "gather of the evaluation losses");
+    at::Tensor all_logits, all_targets;
+    if (has_logits) {
+      const auto cat = [&](const std::vector<at::Tensor>& v) {
+        return v.empty() ? torch::empty({0}, torch::TensorOptions().device(device_)) : torch::cat(v);
+      };
+      all_logits = group_->all_gather_rows(cat(logits), "gather of the evaluation outputs");
+      all_targets = group_->all_gather_rows(cat(targets), "gather of the evaluation targets");
+    }
+    const std::int64_t count = ids.size(0);
+    std::vector<std::int64_t> offset(static_cast<std::size_t>(count) + 1, 0);
+    for (std::int64_t j = 0; j < count; ++j)
+      offset[static_cast<std::size_t>(j) + 1] = offset[static_cast<std::size_t>(j)] + all_sizes[j].item<std::int64_t>();
+    const at::Tensor in_order = std::get<1>(ids.sort());
+    for (std::int64_t k = 0; k < count; ++k) {
+      const std::int64_t j = in_order[k].item<std::int64_t>();
+      const std::int64_t bsz = all_sizes[j].item<std::int64_t>();
+      loss_sum.add_(all_losses[j].to(device_));
+      if (has_logits && bsz > 0) {
+        const std::int64_t at = offset[static_cast<std::size_t>(j)];
+        metrics->update(all_logits.narrow(0, at, bsz), all_targets.narrow(0, at, bsz));
+      }
+      seen += bsz;
+    }
   }
   EvalResult r;
   r.samples = seen;

@@ -8,6 +8,12 @@
 //   EvalResult r = trainer.test(task, datamodule);
 //
 // run_dir may be empty (nothing is written). With fast_dev_run nothing is written either.
+//
+// Data-parallel (set_process_group before fit; every rank builds the same Trainer): each rank
+// reads its DistributedSampler shard, gradients are averaged by c10d's Reducer, validation and
+// test run each batch on one rank and gather the outputs, so their metrics equal one process's;
+// stops and skipped steps are agreed by all ranks; only rank 0 logs and writes checkpoints
+// (every rank calls save_checkpoint: it is collective).
 // Thread safety: one thread drives a Trainer; loader workers run inside.
 #pragma once
 
@@ -24,6 +30,8 @@
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
+#include "glassbox/dist/data_parallel.h"
+#include "glassbox/dist/group.h"
 #include "glassbox/train/callback.h"
 #include "glassbox/train/checkpoint.h"
 #include "glassbox/train/datamodule.h"
@@ -65,6 +73,13 @@ class Trainer {
   ~Trainer();
 
   void add_callback(std::unique_ptr<Callback> callback);
+  // Makes this Trainer one rank of a data-parallel job (before fit/validate/test).
+  void set_process_group(std::shared_ptr<dist::Group> group);
+  const std::shared_ptr<dist::Group>& process_group() const { return group_; }
+  int world_size() const { return group_ ? group_->size() : 1; }
+  int global_rank() const { return group_ ? group_->rank() : 0; }
+  // Rank 0 (or no process group): the rank that logs and writes files.
+  bool is_global_zero() const { return global_rank() == 0; }
   // Text stored in checkpoints as the run's configuration (e.g. the effective config.toml).
   void set_config_text(std::string text) { config_text_ = std::move(text); }
   // More entries for every checkpoint's state.json (e.g. what inference needs: the data's shape,
@@ -95,6 +110,8 @@ class Trainer {
   // The learning rate of the layers BackboneFinetuning unfroze (0 while they are frozen).
   double unfrozen_lr() const { return unfrozen_ ? unfrozen_lr_ : 0.0; }
   StopKind stop_kind() const { return stop_kind_; }
+  // The world size of the checkpoint fit resumed from (0: not resumed).
+  std::int64_t resumed_world_size() const { return resumed_world_size_; }
   const std::filesystem::path& run_dir() const { return run_dir_; }
   bool writes_files() const { return !run_dir_.empty() && options_.fast_dev_run == 0; }
   Optimizer* optimizer() { return optimizer_.get(); }
@@ -122,6 +139,8 @@ class Trainer {
   // The clipping threshold in force (gradient_clip_val, or the automatic one once chosen; 0: none).
   double gradient_clip_threshold() const;
   Precision& precision() { return *precision_; }
+  // Samples of the whole (global) batch: the loader's batch size times the world size.
+  std::int64_t global_batch_size() const;
   // The data set the training loader reads (a subset of the configured one with overfit_batches).
   const std::shared_ptr<const data::Dataset>& train_dataset() const { return train_set_; }
 
@@ -143,6 +162,10 @@ class Trainer {
   void run_validation();
   data::Batch to_device(data::Batch batch) const;
   bool time_exceeded() const;
+  // Data-parallel: every rank adopts a stop any rank requested (at optimiser-step boundaries).
+  void agree_on_stop();
+  void build_data_parallel();
+  void zero_grad();
   template <class F>
   void each_callback(F&& f);
 
@@ -161,6 +184,8 @@ class Trainer {
   std::unique_ptr<Precision> precision_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LrScheduler> scheduler_;
+  std::shared_ptr<dist::Group> group_;
+  std::unique_ptr<dist::DataParallel> ddp_;
   std::unique_ptr<data::Loader> train_loader_;
   std::shared_ptr<const data::Dataset> train_set_, val_set_;
 
@@ -185,6 +210,7 @@ class Trainer {
   double data_wait_seconds_ = 0.0;
   bool skip_step_ = false;
   std::int64_t skipped_steps_ = 0;
+  std::int64_t resumed_world_size_ = 0;
   std::vector<double> auto_clip_norms_;  // unclipped norms of the first gradient_clip_auto_steps steps
   double auto_clip_ = 0.0;               // the automatic threshold once chosen
   double train_seconds_before_ = 0.0;    // from a resumed checkpoint

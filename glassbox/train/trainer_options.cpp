@@ -54,6 +54,16 @@ void TrainerOptions::visit(FieldVisitor& v) {
   v.field("enable_progress_bar", enable_progress_bar, "show a progress bar (plain lines when not a terminal)");
   v.field("enable_model_summary", enable_model_summary, "print the model summary before training");
   v.field("enable_checkpointing", enable_checkpointing, "write checkpoints");
+  v.choice("strategy", strategy,
+          "auto (data-parallel when launched with several ranks), single, or ddp (DistributedDataParallel)");
+  v.field("sync_batchnorm", sync_batchnorm, "data-parallel: BatchNorm statistics over all ranks' batches (SyncBN)");
+  v.field("find_unused_parameters", find_unused_parameters,
+          "data-parallel: allow parameters that get no gradient in a step (walks the graph every step)");
+  v.field("ddp_broadcast_buffers", ddp_broadcast_buffers,
+          "data-parallel: send rank 0's buffers (BatchNorm running statistics) to every rank before each forward");
+  v.field("ddp_bucket_cap_mb", ddp_bucket_cap_mb, "data-parallel: gradient bucket size in MiB (the first is 1 MiB)");
+  v.field("ddp_timeout", ddp_timeout,
+          "data-parallel: seconds a rank waits for the others (rendezvous, collectives) before all stop");
   v.field("detect_anomaly", detect_anomaly, "LibTorch's autograd anomaly mode (slow; names the op producing NaN)");
 }
 
@@ -112,6 +122,10 @@ void TrainerOptions::validate() const {
            "set gradient_clip_val = 0 and gradient_clip_algorithm = \"norm\", or gradient_clip_auto_steps = 0");
   GB_CHECK(log_every_n_steps >= 1, InvalidArgument, "trainer.log_every_n_steps must be >= 1, got " << log_every_n_steps,
            "use e.g. 50");
+  GB_CHECK(ddp_bucket_cap_mb > 0 && ddp_bucket_cap_mb <= 4096, InvalidArgument,
+           "trainer.ddp_bucket_cap_mb must be in (0, 4096], got " << ddp_bucket_cap_mb, "use 25 (the default)");
+  GB_CHECK(ddp_timeout >= 1 && ddp_timeout <= 7 * 24 * 3600, InvalidArgument,
+           "trainer.ddp_timeout must be between 1 s and a week, got " << ddp_timeout, "use 1800 (the default)");
   GB_CHECK(num_threads >= 0, InvalidArgument, "trainer.num_threads must be >= 0, got " << num_threads,
            "use 0 for the default");
   GB_CHECK(seed >= 0, InvalidArgument, "trainer.seed must be >= 0, got " << seed, "use e.g. 42");

@@ -32,6 +32,14 @@ constexpr NameTable<PrecisionMode, 3> enum_names(PrecisionMode) {
 }
 static_assert(is_complete_table(enum_names(PrecisionMode{})));
 
+// "auto": data-parallel when launched as one of several ranks (glassbox train --nproc, torchrun),
+// one process otherwise; "ddp": always through the data-parallel path (also with one rank).
+enum class Strategy { kAuto, kSingle, kDdp };
+constexpr NameTable<Strategy, 3> enum_names(Strategy) {
+  return {{{Strategy::kAuto, "auto"}, {Strategy::kSingle, "single"}, {Strategy::kDdp, "ddp"}}};
+}
+static_assert(is_complete_table(enum_names(Strategy{})));
+
 struct TrainerOptions {
   std::int64_t max_epochs = 10;  // -1: unlimited (then max_steps or max_time must stop)
   std::int64_t max_steps = -1;   // optimiser steps; -1: unlimited
@@ -73,6 +81,13 @@ struct TrainerOptions {
   bool enable_model_summary = true;
   bool enable_checkpointing = true;
   bool detect_anomaly = false;
+  // Data-parallel training (PyTorch's DistributedDataParallel on c10d: Gloo on CPU, NCCL on CUDA).
+  Strategy strategy = Strategy::kAuto;
+  bool sync_batchnorm = false;          // BatchNorm statistics over the global batch (SyncBatchNorm)
+  bool find_unused_parameters = false;  // parameters without a gradient in a step are allowed
+  bool ddp_broadcast_buffers = true;    // rank 0's buffers (BatchNorm statistics) sent before each forward
+  double ddp_bucket_cap_mb = 25.0;      // gradient bucket size (the first bucket: 1 MiB)
+  double ddp_timeout = 1800.0;          // seconds a rank may wait for another (rendezvous, collectives)
 
   void visit(FieldVisitor& v);
   void validate() const;
