@@ -20,6 +20,7 @@
 #include "glassbox/core/seed.h"
 #include "glassbox/core/version.h"
 #include "glassbox/data/source.h"
+#include "glassbox/dist/group.h"
 #include "glassbox/inspect/diagnostics.h"
 #include "glassbox/train/trainer.h"
 
@@ -112,7 +113,30 @@ std::string jsonl_up_to(const fs::path& path, std::int64_t max_step) {
   return text;
 }
 
+// An ostream that drops everything (the output of ranks other than 0).
+struct NullBuffer : std::streambuf {
+  int overflow(int c) override { return c; }
+};
+
 }  // namespace
+
+std::optional<dist::WorldInfo> data_parallel_world(const train::TrainerOptions& trainer) {
+  std::optional<dist::WorldInfo> world = dist::WorldInfo::from_env();
+  switch (trainer.strategy) {
+    case train::Strategy::kSingle:
+      GB_CHECK(!world || world->world_size == 1, InvalidArgument,
+               "trainer.strategy = \"single\", but this process was launched as " << world->describe(),
+               "set trainer.strategy = \"ddp\" (or \"auto\"), or launch one process");
+      return std::nullopt;
+    case train::Strategy::kAuto:
+      if (!world || world->world_size == 1) return std::nullopt;
+      return world;
+    case train::Strategy::kDdp:
+      if (world) return world;
+      return dist::WorldInfo{};  // one rank: the data-parallel path on its own
+  }
+  return std::nullopt;
+}
 
 const std::vector<std::string>& resume_changeable_keys() {
   static const std::vector<std::string> keys = {
@@ -126,6 +150,8 @@ const std::vector<std::string>& resume_changeable_keys() {
       "trainer.log_every_n_steps",
       "trainer.enable_progress_bar",
       "trainer.enable_model_summary",
+      "trainer.strategy",
+      "trainer.ddp_timeout",
       "early_stopping.*",
       "checkpoint.save_top_k",
       "checkpoint.save_last",
@@ -234,7 +260,10 @@ TrainPlan plan_training(const TrainRequest& r) {
   }
   p.config.validate();
   const bool dev_run = p.config.trainer.fast_dev_run > 0;
-  if ((p.resume.empty() || p.fork) && !dev_run && fs::exists(p.run_dir) && !fs::is_empty(p.run_dir)) {
+  // Data-parallel: rank 0 owns the run directory (the others may find it already made).
+  const auto world = data_parallel_world(p.config.trainer);
+  const bool rank0 = !world || world->rank == 0;
+  if (rank0 && (p.resume.empty() || p.fork) && !dev_run && fs::exists(p.run_dir) && !fs::is_empty(p.run_dir)) {
     GB_CHECK(r.overwrite, AlreadyExists, "run directory " << p.run_dir.string() << " already exists",
              p.fork ? std::string("pass another --run-dir for the forked run, or --overwrite to replace it")
                     : std::string("pass --overwrite to replace it, --run-dir for another one, or --resume to continue "
@@ -252,12 +281,20 @@ TrainPlan plan_training(const TrainRequest& r) {
   return p;
 }
 
-nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
+nlohmann::json run_training(const TrainRequest& request, std::ostream& user_out) {
   TrainPlan plan = plan_training(request);
   train::RunConfig& config = plan.config;
   const fs::path run_dir = plan.run_dir;
-  const bool writes = config.trainer.fast_dev_run == 0;
   const bool resuming = !plan.resume.empty();
+  // Data-parallel: every rank runs this; rank 0 talks and writes files.
+  const std::optional<dist::WorldInfo> world = data_parallel_world(config.trainer);
+  const bool rank0 = !world || world->rank == 0;
+  NullBuffer null_buffer;
+  std::ostream null_out(&null_buffer);
+  std::ostream& out = rank0 ? user_out : null_out;
+  const bool quiet = request.quiet || !rank0;
+  const bool writes = config.trainer.fast_dev_run == 0;  // the run writes files (rank 0 does)
+  const bool writer = writes && rank0;
 
   // Everything that can fail on the user's input, before the disk is touched.
   seed_everything(static_cast<std::uint64_t>(config.trainer.seed));
@@ -277,8 +314,19 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
     train::load_module_state(task.module(), probe.model, probe.state.value("trainable_only", false));
   }
 
+  // The rendezvous, before anything is written: a job whose ranks never meet leaves nothing.
+  std::shared_ptr<dist::Group> group;
+  if (world) {
+    dist::GroupOptions go;
+    go.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.trainer.ddp_timeout * 1000));
+    go.device = resolve_device(config.trainer.device);
+    if (go.device.is_cuda() && config.trainer.device.find(':') == std::string::npos)
+      go.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(world->local_rank));
+    group = dist::Group::connect(*world, go);
+  }
+
   bool created = false;
-  if (writes) {
+  if (writer) {
     if (!resuming || plan.fork) {
       if (fs::exists(run_dir) && !fs::is_empty(run_dir)) fs::remove_all(run_dir);  // --overwrite, checked
       created = !fs::exists(run_dir);
@@ -303,33 +351,39 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
         pr.variants = 6;
         preview_augmentation(pr);
       } catch (const Error& e) {
-        if (!request.quiet) out << "no augmentation preview: " << e.one_line() << "\n";
+        if (!quiet) out << "no augmentation preview: " << e.one_line() << "\n";
       }
     }
   }
-  if (!info.skipped_files.empty() && !request.quiet)
+  if (!info.skipped_files.empty() && !quiet)
     out << fmt::format("left out {} image(s) that do not decode (data.on_bad_image = \"skip\"), first: {}\n",
                        info.skipped_files.size(), info.skipped_files.front());
-  if (resuming && !request.quiet) {
+  if (resuming && !quiet) {
     out << fmt::format("resuming {} from epoch {}, step {}{}\n",
                        plan.parent_run.empty() ? plan.resume.string() : plan.parent_run.string(), plan.resume_epoch,
                        plan.resume_step, plan.fork ? " into " + run_dir.string() : "");
     for (const auto& c : plan.changed) out << "  changed " << c << "\n";
   }
 
-  train::Trainer trainer(config.trainer, config.optim, config.scheduler, writes ? run_dir : fs::path());
+  train::Trainer trainer(config.trainer, config.optim, config.scheduler, writes ? run_dir : fs::path(), group);
+  if (group) {
+    if (!quiet)
+      out << fmt::format("data-parallel: {} ranks on {} node(s), {} backend, global batch {}\n", group->size(),
+                         group->size() / std::max(1, world->local_world_size), group->backend_name(),
+                         config.data.loader.batch_size * group->size());
+  }
   trainer.set_config_text(config.to_toml_text());
   const double scale = data_scale(config.data.source);
   const bool probabilities = config.model.name == "mlp" && config.model.mlp.output == nn::MlpOutput::kSoftmax;
   trainer.set_checkpoint_extra({{"data_info", data_info_to_json(info, scale)},
                                 {"contract", nlohmann::json::parse(nn::contract_to_json(contract_for(
                                                  config, info, scale, probabilities, run_dir.filename().string())))}});
-  if (init && !request.quiet) out << "init_from " << config.model.init_from << ": " << init->summary() << "\n";
-  if (config.trainer.enable_model_summary && !request.quiet) {
+  if (init && !quiet) out << "init_from " << config.model.init_from << ": " << init->summary() << "\n";
+  if (config.trainer.enable_model_summary && !quiet) {
     trainer.add_callback(std::make_unique<train::ModelSummary>(
         out, info.sample_shape, [model_ptr](const at::Tensor& x) { return model_ptr->forward(x); }));
   }
-  if (config.trainer.enable_progress_bar && !request.quiet)
+  if (config.trainer.enable_progress_bar && !quiet)
     trainer.add_callback(std::make_unique<train::ProgressBarCallback>(out));
   trainer.add_callback(std::make_unique<train::LearningRateMonitor>());
   auto timer = std::make_unique<train::TimerCallback>();
@@ -350,10 +404,10 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   train::ModelCheckpoint* ckpt = checkpoint.get();
   trainer.add_callback(std::move(checkpoint));
   if (request.diagnostics) {
-    inspect::install_diagnostics(trainer, config.diagnostics, writes ? run_dir : fs::path(), out, config.to_toml_text(),
+    inspect::install_diagnostics(trainer, config.diagnostics, writer ? run_dir : fs::path(), out, config.to_toml_text(),
                                  inspect::flatten_hparams(to_json(visit_fn(config))));
   }
-  if (request.configure) request.configure(trainer, task, writes ? run_dir : fs::path(), out);
+  if (request.configure) request.configure(trainer, task, writer ? run_dir : fs::path(), out);
 
   std::optional<InterruptScope> interrupts;
   if (request.handle_interrupts) interrupts.emplace();
@@ -363,7 +417,12 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   if (plan.fork) ro.fresh_callbacks = {"ModelCheckpoint"};
   try {
     trainer.fit(task, data, plan.resume, ro);
-  } catch (...) {
+  } catch (const std::exception& e) {
+    // The other ranks name this one and its error (a failure of theirs is reported by them).
+    const auto* ge = dynamic_cast<const Error*>(&e);
+    const bool peer_fault =
+        ge != nullptr && (ge->code() == ErrorCode::kUnavailable || ge->code() == ErrorCode::kDeadlineExceeded);
+    if (group && !peer_fault) group->report_failure(ge != nullptr ? ge->one_line() : std::string(e.what()));
     // A new run that failed before its first step leaves nothing behind.
     if (created && trainer.global_step() == 0) {
       std::error_code ec;
@@ -460,6 +519,13 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
   summary["parameters"] = nn::count_parameters(task.module(), false);
   summary["trainable_parameters"] = nn::count_parameters(task.module(), true);
   summary["device"] = trainer.device().str();
+  summary["world_size"] = trainer.world_size();
+  summary["strategy"] = group ? "ddp" : "single";
+  if (group) {
+    summary["backend"] = group->backend_name();
+    summary["global_batch_size"] = trainer.global_batch_size();
+  }
+
   summary["precision"] = name_of(config.trainer.precision);
   summary["threads"] = torch::get_num_threads();
   summary["class_names"] = info.class_names;
@@ -470,6 +536,7 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
     summary["resumed_from"] = {
         {"checkpoint", plan.resume.string()}, {"epoch", plan.resume_epoch}, {"step", plan.resume_step}};
     if (plan.fork) summary["parent_run"] = plan.parent_run.string();
+    if (trainer.resumed_world_size() > 0) summary["resumed_from"]["world_size"] = trainer.resumed_world_size();
   }
   if (config.ema.enabled) summary["ema"] = {{"decay", config.ema.decay}, {"validated", config.ema.validate}};
   if (swa)
@@ -490,8 +557,9 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& out) {
     summary["init"] = init->to_json();
   }
   for (const auto& [k, v] : trainer.callback_metrics()) summary["final_metrics"][k] = v;
-  if (writes) write_file_atomic(run_dir / "summary.json", summary.dump(2) + "\n");
-  if (!request.quiet) {
+  if (writer) write_file_atomic(run_dir / "summary.json", summary.dump(2) + "\n");
+  if (!rank0) summary["rank"] = world->rank;  // not in summary.json: tells callers this is not rank 0
+  if (!quiet) {
     if (test_note.empty() && test.has_accuracy) {
       out << fmt::format("test accuracy {:.4f}  test loss {:.4f}  ({} samples, {})\n", test.accuracy, test.loss,
                          test.samples, tested_with);

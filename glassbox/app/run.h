@@ -25,6 +25,9 @@
 // has "stop": "interrupted", the resume command is printed, and the summary is returned (the CLI
 // exits 130). A non-finite stop ("stop": "nonfinite") tests the last finite checkpoint, or skips
 // the test with a message.
+// Launched as one rank of several (glassbox train --nproc, torchrun), every rank runs this: the
+// ranks meet after validation and before anything is written; rank 0 prints and writes the run
+// directory, the others are silent and return their summary with "rank" set.
 // Thread safety: one run per process at a time (LibTorch's global RNG, signal handlers).
 #pragma once
 
@@ -37,6 +40,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "glassbox/dist/world.h"
 #include "glassbox/train/run_config.h"
 
 namespace glassbox::train {
@@ -85,6 +89,11 @@ struct TrainPlan {
 TrainPlan plan_training(const TrainRequest& request);
 
 nlohmann::json run_training(const TrainRequest& request, std::ostream& out);
+
+// The data-parallel world this process trains in, from trainer.strategy and the launcher's
+// environment (WorldInfo::from_env): nullopt for one process; "ddp" without a launcher is a world
+// of one rank. InvalidArgument for "single" in a launched world of several.
+std::optional<dist::WorldInfo> data_parallel_world(const train::TrainerOptions& trainer);
 
 // The configuration stored in a checkpoint (its state.json).
 train::RunConfig checkpoint_config(const std::filesystem::path& checkpoint);

@@ -2,6 +2,9 @@
 // Subcommands are thin: parse flags -> options -> one app:: call -> print.
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace CLI {
 class App;
 }
@@ -27,5 +30,7 @@ void add_monitor(CLI::App& app);
 
 // The process exit status a command asks for when it returns normally (default 0).
 int& exit_code();
+// The command line as given (argv), for commands that start copies of themselves.
+std::vector<std::string>& raw_args();
 
 }  // namespace glassbox::cli

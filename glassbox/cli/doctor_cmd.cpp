@@ -55,6 +55,11 @@ void add_doctor(CLI::App& app) {
   });
 }
 
+std::vector<std::string>& raw_args() {
+  static std::vector<std::string> args;
+  return args;
+}
+
 int& exit_code() {
   static int code = 0;
   return code;

@@ -134,6 +134,7 @@ int main(int argc, char** argv) {
     std::cout << app.help();
     return 0;
   }
+  glassbox::cli::raw_args().assign(argv, argv + argc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -54,9 +54,12 @@ DataParallel::DataParallel(std::shared_ptr<Group> group, torch::nn::Module& modu
     c10d::verify_params_across_processes(group_->native(), params_, std::nullopt);
   } catch (const c10::Error& e) {
     std::string m = e.what_without_backtrace();
+    if (m.find("DDP expects same model") == std::string::npos) group_->fail("check of the model across ranks", e);
     m = m.substr(0, m.find('\n'));
     GB_THROW(InvalidArgument, "the ranks build different models: " << m,
              "give every rank the same configuration (model, freeze settings, data shape)");
+  } catch (const std::exception& e) {
+    group_->fail("check of the model across ranks", e);
   }
   broadcast_state(true, true);
 

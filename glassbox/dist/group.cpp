@@ -20,6 +20,7 @@
 
 #include "glassbox/base/error.h"
 #include "glassbox/dist/backends.h"
+#include "glassbox/dist/job_store.h"
 
 namespace glassbox::dist {
 
@@ -143,9 +144,7 @@ std::shared_ptr<Group> Group::connect(const WorldInfo& world, const GroupOptions
              serve ? "the port is taken: pick another with --master-port (MASTER_PORT)"
                    : "start node 0 (rank 0) within the timeout, and check --master-addr/--master-port and the firewall");
   }
-  std::string restart = "0";
-  if (const char* r = std::getenv("TORCHELASTIC_RESTART_COUNT")) restart = r;
-  n.prefix = "glassbox/" + world.run_id + "/" + restart;
+  n.prefix = job_prefix(world);
   n.store = c10::make_intrusive<c10d::PrefixStore>(n.prefix, n.tcp);
   n.store->set("arrived/" + std::to_string(world.rank), to_bytes("1"));
 
@@ -212,8 +211,9 @@ void Group::heartbeat_loop() {
   }
 }
 
-std::string Group::diagnose(const char* what, const std::string& error, bool* timed_out) {
+std::string Group::diagnose(const char* what, const std::string& error, bool* timed_out, bool* peer) {
   *timed_out = is_timeout(error);
+  *peer = true;
   const std::string cause = first_line(error);
   c10::intrusive_ptr<c10d::Store> store;
   try {
@@ -295,12 +295,23 @@ std::string Group::diagnose(const char* what, const std::string& error, bool* ti
              std::to_string(least) + ", this rank " + std::to_string(entered_.load()) + ")";
     return "the " + std::string(what) + " did not finish within " + secs + " s: " + cause;
   }
+  *peer = false;
   return "the " + std::string(what) + " failed: " + cause;
 }
 
+void Group::fail_or_rethrow(const char* what, const std::exception& e) {
+  bool timed_out = false, peer = false;
+  const std::string message = diagnose(what, e.what(), &timed_out, &peer);
+  if (!peer) throw;
+  raise(message, timed_out);
+}
+
 void Group::fail(const char* what, const std::exception& e) {
-  bool timed_out = false;
-  const std::string message = diagnose(what, e.what(), &timed_out);
+  bool timed_out = false, peer = false;
+  raise(diagnose(what, e.what(), &timed_out, &peer), timed_out);
+}
+
+void Group::raise(const std::string& message, bool timed_out) {
   const std::string hint =
       "every rank stops; resume from the last checkpoint with glassbox train --resume RUN/checkpoints/last.ckpt" +
       std::string(timed_out ? " (trainer.ddp_timeout sets how long a rank may lag)" : "");
@@ -312,7 +323,9 @@ void Group::report_failure(const std::string& message) noexcept {
   try {
     auto clone = native_->tcp->clone();
     clone->setTimeout(std::chrono::seconds(3));
-    c10d::PrefixStore(native_->prefix, clone).set("failed/" + std::to_string(rank()), to_bytes(message));
+    c10d::PrefixStore store(native_->prefix, clone);
+    const std::string key = "failed/" + std::to_string(rank());
+    if (!store.check({key})) store.set(key, to_bytes(message));
   } catch (...) {
   }
 }
@@ -374,25 +387,43 @@ void Group::broadcast(std::vector<at::Tensor>& tensors, int root, const char* wh
 
 at::Tensor Group::all_gather_rows(const at::Tensor& local, const char* what) {
   if (size() == 1) return local;
-  // Gloo's all-gather wants equal shapes: gather the row counts, pad to the largest, trim.
-  at::Tensor count = torch::tensor({local.size(0)}, torch::kLong);
-  std::vector<at::Tensor> counts_in{count};
-  std::vector<std::vector<at::Tensor>> counts_out(1);
-  for (int r = 0; r < size(); ++r) counts_out[0].push_back(torch::empty({1}, torch::kLong));
-  run(what, [&](c10d::ProcessGroup& pg) { return pg.allgather(counts_out, counts_in); });
+  // Gloo's all-gather wants equal shapes: gather each rank's shape and dtype, pad to the most
+  // rows, trim. A rank without rows takes the others' row shape.
+  constexpr int kMaxDims = 8;
+  GB_CHECK(local.dim() >= 1 && local.dim() <= kMaxDims, InvalidArgument,
+           "all_gather_rows: a tensor of " << local.dim() << " dimensions", "pass 1 to 8 dimensions");
+  at::Tensor header = torch::full({kMaxDims + 2}, -1, torch::kLong);
+  header[0] = local.size(0);
+  header[1] = static_cast<std::int64_t>(local.scalar_type());
+  for (std::int64_t d = 1; d < local.dim(); ++d) header[d + 1] = local.size(d);
+  std::vector<at::Tensor> headers_in{header};
+  std::vector<std::vector<at::Tensor>> headers_out(1);
+  for (int r = 0; r < size(); ++r) headers_out[0].push_back(torch::empty({kMaxDims + 2}, torch::kLong));
+  run(what, [&](c10d::ProcessGroup& pg) {
+    return pg.getBackend(c10::DeviceType::CPU)->allgather(headers_out, headers_in);
+  });
   std::int64_t most = 0;
   std::vector<std::int64_t> rows;
-  for (const auto& c : counts_out[0]) {
-    rows.push_back(c.item<std::int64_t>());
+  at::Tensor model;  // the header of a rank with rows
+  for (const auto& h : headers_out[0]) {
+    rows.push_back(h[0].item<std::int64_t>());
     most = std::max(most, rows.back());
+    if (rows.back() > 0 && !model.defined()) model = h;
   }
-  auto shape = local.sizes().vec();
-  shape[0] = most;
-  at::Tensor padded = torch::zeros(shape, local.options());
+  if (most == 0) return local;
+  std::vector<std::int64_t> shape{most};
+  for (int d = 2; d < kMaxDims + 2 && model[d].item<std::int64_t>() >= 0; ++d) shape.push_back(model[d].item<std::int64_t>());
+  const auto dtype = static_cast<c10::ScalarType>(model[1].item<std::int64_t>());
+  if (local.size(0) > 0) {
+    GB_CHECK(local.scalar_type() == dtype && local.sizes().slice(1) == c10::IntArrayRef(shape).slice(1), InvalidArgument,
+             "all_gather_rows: rank " << rank() << " holds rows of another shape or dtype than the others",
+             "every rank must gather the same kind of rows");
+  }
+  at::Tensor padded = torch::zeros(shape, local.options().dtype(dtype));
   if (local.size(0) > 0) padded.narrow(0, 0, local.size(0)).copy_(local);
   std::vector<at::Tensor> in{padded};
   std::vector<std::vector<at::Tensor>> out(1);
-  for (int r = 0; r < size(); ++r) out[0].push_back(torch::empty(shape, local.options()));
+  for (int r = 0; r < size(); ++r) out[0].push_back(torch::empty(shape, padded.options()));
   run(what, [&](c10d::ProcessGroup& pg) { return pg.allgather(out, in); });
   std::vector<at::Tensor> parts;
   for (int r = 0; r < size(); ++r) parts.push_back(out[0][static_cast<std::size_t>(r)].narrow(0, 0, rows[static_cast<std::size_t>(r)]));

@@ -67,7 +67,8 @@ class Group {
   void all_reduce(std::vector<at::Tensor>& tensors, ReduceOp op = ReduceOp::kSum, const char* what = "all-reduce");
   void broadcast(std::vector<at::Tensor>& tensors, int root = 0, const char* what = "broadcast");
   // The rows (dim 0) of `local` from every rank, concatenated in rank order; ranks may hold
-  // different numbers of rows (the rest of the shape and the dtype must agree).
+  // different numbers of rows (the rest of the shape and the dtype must agree; a rank with no
+  // rows may pass any empty tensor).
   at::Tensor all_gather_rows(const at::Tensor& local, const char* what = "all-gather");
   void barrier(const char* what = "barrier");
   // Any rank's flag / the largest value, on every rank (a CPU round of the default backend).
@@ -78,6 +79,9 @@ class Group {
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what);
   // Converts a failure that escaped from c10d (e.g. out of the Reducer) into the one-line error.
   [[noreturn]] void fail(const char* what, const std::exception& e);
+  // Inside a catch handler: fail() when a peer is at fault (gone, stuck, or reported an error) or
+  // the error is a timeout, otherwise rethrows the exception being handled (a local error).
+  [[noreturn]] void fail_or_rethrow(const char* what, const std::exception& e);
   // Tells the other ranks why this rank stops (they name it in their error).
   void report_failure(const std::string& message) noexcept;
 
@@ -86,7 +90,10 @@ class Group {
  private:
   Group(WorldInfo world, GroupOptions options);
   void heartbeat_loop();
-  std::string diagnose(const char* what, const std::string& error, bool* timed_out);
+  [[noreturn]] void raise(const std::string& message, bool timed_out);
+  // The one-line description of a failure; *peer says whether another rank (or the store) is at
+  // fault or the collective timed out.
+  std::string diagnose(const char* what, const std::string& error, bool* timed_out, bool* peer);
   template <class F>
   void run(const char* what, F&& start);
 

@@ -112,7 +112,12 @@ void Optimizer::zero_grad(bool set_to_none) {
       if (set_to_none) {
         grad.reset();
       } else {
-        grad.detach_();
+        // PyTorch's rule: a gradient with a history is detached; a view (a data-parallel bucket's
+        // slice) cannot be, and only stops requiring grad.
+        if (grad.grad_fn())
+          grad.detach_();
+        else
+          grad.requires_grad_(false);
         grad.zero_();
       }
     }

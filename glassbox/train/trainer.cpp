@@ -16,12 +16,13 @@
 namespace glassbox::train {
 
 Trainer::Trainer(TrainerOptions options, OptimizerOptions optimizer, SchedulerOptions scheduler,
-                 std::filesystem::path run_dir)
+                 std::filesystem::path run_dir, std::shared_ptr<dist::Group> group)
     : options_(std::move(options)),
       optimizer_options_(std::move(optimizer)),
       scheduler_options_(std::move(scheduler)),
       run_dir_(std::move(run_dir)),
-      logger_(options_.fast_dev_run == 0 ? run_dir_ : std::filesystem::path()) {
+      logger_(options_.fast_dev_run == 0 && (!group || group->rank() == 0) ? run_dir_ : std::filesystem::path()),
+      group_(std::move(group)) {
   options_.validate();
   optimizer_options_.validate();
   scheduler_options_.validate();

@@ -68,12 +68,15 @@ struct EvalResult {
 
 class Trainer {
  public:
+  // With a process group this Trainer is one rank of a data-parallel job (as set_process_group);
+  // only rank 0 opens the run directory's log files.
   Trainer(TrainerOptions options, OptimizerOptions optimizer, SchedulerOptions scheduler,
-          std::filesystem::path run_dir = {});
+          std::filesystem::path run_dir = {}, std::shared_ptr<dist::Group> group = nullptr);
   ~Trainer();
 
   void add_callback(std::unique_ptr<Callback> callback);
-  // Makes this Trainer one rank of a data-parallel job (before fit/validate/test).
+  // Makes this Trainer one rank of a data-parallel job (before fit/validate/test). Prefer the
+  // constructor's argument: a Trainer made without it has opened its log files already.
   void set_process_group(std::shared_ptr<dist::Group> group);
   const std::shared_ptr<dist::Group>& process_group() const { return group_; }
   int world_size() const { return group_ ? group_->size() : 1; }
