@@ -175,7 +175,7 @@ int launch_workers(const LaunchOptions& o, std::ostream& err) {
       if (signals_sent == 0 && waited > o.grace) {
         send_all(SIGTERM);
         signals_sent = 1;
-      } else if (signals_sent == 1 && waited > o.grace + 10) {
+      } else if (signals_sent == 1 && waited > o.grace + 5) {
         send_all(SIGKILL);
         signals_sent = 2;
       }

@@ -8,9 +8,9 @@
 //
 // Faults: when a worker dies (a signal, a non-zero exit) the launcher records it in the store
 // (the other ranks' errors then name it), prints one line naming the rank and the cause, gives
-// the others `grace` seconds to stop on their own, then SIGTERM, then SIGKILL. A worker whose
-// launcher dies is killed too (PR_SET_PDEATHSIG), and launchers of other nodes end their workers
-// when a rank reports a failure or node 0's store goes away: no orphans.
+// the others `grace` seconds to stop on their own, then SIGTERM, then (5 s later) SIGKILL. A
+// worker whose launcher dies is killed too (PR_SET_PDEATHSIG), and launchers of other nodes end
+// their workers when a rank reports a failure or node 0's store goes away: no orphans.
 // SIGINT/SIGTERM to the launcher are passed on to the workers (they save last.ckpt and stop).
 // Thread safety: one launch per process; installs signal handlers while it runs.
 #pragma once
@@ -30,7 +30,7 @@ struct LaunchOptions {
   std::string run_id = "glassbox";
   std::vector<std::string> command;  // each worker's argv (command[0]: the executable)
   double timeout = 1800;             // seconds to reach node 0's store
-  double grace = 30;                 // seconds the others get to stop after a worker failed
+  double grace = 10;                 // seconds the others get to stop after a worker failed
 };
 
 // Checks the options (InvalidArgument naming the flag).

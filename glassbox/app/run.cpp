@@ -262,7 +262,7 @@ TrainPlan plan_training(const TrainRequest& r) {
   const bool dev_run = p.config.trainer.fast_dev_run > 0;
   // Data-parallel: rank 0 owns the run directory (the others may find it already made).
   const auto world = data_parallel_world(p.config.trainer);
-  const bool rank0 = !world || world->rank == 0;
+  const bool rank0 = (!world || world->rank == 0) && r.owns_run_dir;
   if (rank0 && (p.resume.empty() || p.fork) && !dev_run && fs::exists(p.run_dir) && !fs::is_empty(p.run_dir)) {
     GB_CHECK(r.overwrite, AlreadyExists, "run directory " << p.run_dir.string() << " already exists",
              p.fork ? std::string("pass another --run-dir for the forked run, or --overwrite to replace it")

@@ -66,6 +66,9 @@ struct TrainRequest {
   bool quiet = false;               // no progress, summary or model table
   bool diagnostics = true;          // TensorBoard, probes, non-finite monitor ([diagnostics])
   bool handle_interrupts = true;    // SIGINT/SIGTERM stop gracefully during fit
+  // False on the launcher of a node other than node 0 of a data-parallel job: node 0 owns the
+  // run directory (it may exist already), so planning does not check it.
+  bool owns_run_dir = true;
   // Called after the built-in callbacks are added and before fit: adds more. run_dir is empty
   // when nothing is written (fast_dev_run).
   std::function<void(train::Trainer&, train::TaskModule&, const std::filesystem::path& run_dir, std::ostream& out)>

@@ -123,11 +123,14 @@ void add_train(CLI::App& app) {
     if (args->nproc > 1 || args->nnodes > 1) {
       // The launcher: the request is checked here once (bad input is one error, not one per
       // worker), then every worker runs the command without the launch flags.
-      const app::TrainPlan plan = app::plan_training(r);
+      app::TrainRequest check = r;
+      check.owns_run_dir = args->node_rank == 0;  // node 0 owns the run directory
+      const app::TrainPlan plan = app::plan_training(check);
       GB_CHECK(plan.config.trainer.strategy != train::Strategy::kSingle, InvalidArgument,
                "trainer.strategy = \"single\" cannot run on " << args->nproc * args->nnodes << " workers",
                "set trainer.strategy = \"ddp\" (or \"auto\"), or drop --nproc/--nnodes");
       app::LaunchOptions lo;
+      lo.timeout = plan.config.trainer.ddp_timeout;
       lo.nproc = args->nproc;
       lo.nnodes = args->nnodes;
       lo.node_rank = args->node_rank;
