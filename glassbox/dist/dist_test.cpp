@@ -1,8 +1,6 @@
 // Multi-process tests: each Dist.* test starts its ranks as child processes running this binary's
 // DistWorker.* test of the same name (skipped unless GB_DIST_WORKER is set), with torchrun's
 // environment, and checks their exit codes and output.
-#include <sys/socket.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -26,53 +24,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+using testing::RankResult;
 
-struct RankResult {
-  int rc = -1;
-  std::string output;
-};
-
-// Runs DistWorker.<name> as ranks 0..world-1 (only those in `ranks` when given) and waits for all.
 std::vector<RankResult> spawn(const std::string& name, int world, const std::string& extra_env = "",
                               std::vector<int> ranks = {}) {
-  if (ranks.empty())
-    for (int r = 0; r < world; ++r) ranks.push_back(r);
-  const fs::path dir = testing::temp_dir("dist_" + name);
-  const std::string exe = fs::read_symlink("/proc/self/exe").string();
-  const int port = free_port();
-  std::ostringstream cmd;
-  for (int r : ranks) {
-    cmd << "( GB_DIST_WORKER=1 RANK=" << r << " LOCAL_RANK=" << r << " WORLD_SIZE=" << world
-        << " LOCAL_WORLD_SIZE=" << world << " MASTER_ADDR=127.0.0.1 MASTER_PORT=" << port << " " << extra_env
-        << " timeout 120 " << exe << " --gtest_filter=DistWorker." << name << " > " << (dir / std::to_string(r)).string()
-        << ".out 2>&1; echo $? > " << (dir / std::to_string(r)).string() << ".rc ) & ";
-  }
-  cmd << "wait";
-  testing::run_command(cmd.str());
-  std::vector<RankResult> out(static_cast<std::size_t>(world));
-  for (int r : ranks) {
-    std::ifstream rc(dir / (std::to_string(r) + ".rc"));
-    rc >> out[static_cast<std::size_t>(r)].rc;
-    std::ifstream o(dir / (std::to_string(r) + ".out"));
-    std::stringstream ss;
-    ss << o.rdbuf();
-    out[static_cast<std::size_t>(r)].output = ss.str();
-  }
-  return out;
+  return testing::spawn_ranks("DistWorker." + name, world, extra_env, std::move(ranks));
 }
 
-bool is_worker() { return std::getenv("GB_DIST_WORKER") != nullptr; }
+bool is_worker() { return testing::is_rank_worker(); }
 
 #define WORKER_ONLY() \
   if (!is_worker()) GTEST_SKIP() << "runs as a rank of the Dist test of the same name"

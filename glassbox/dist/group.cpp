@@ -308,7 +308,8 @@ void Group::fail_or_rethrow(const char* what, const std::exception& e) {
 
 void Group::fail(const char* what, const std::exception& e) {
   bool timed_out = false, peer = false;
-  raise(diagnose(what, e.what(), &timed_out, &peer), timed_out);
+  const std::string message = diagnose(what, e.what(), &timed_out, &peer);
+  raise(message, timed_out);
 }
 
 void Group::raise(const std::string& message, bool timed_out) {

@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include "glassbox/nn/batchnorm.h"
 #include "glassbox/base/error.h"
 #include "glassbox/export/graph.h"
 #include "glassbox/nn/blocks.h"
@@ -214,6 +215,9 @@ void register_builtin_lowerings() {
   builtin<tnn::Conv2dImpl>("Conv2d", lower_conv2d);
   builtin<tnn::BatchNorm1dImpl>("BatchNorm1d", lower_batch_norm<tnn::BatchNorm1dImpl>);
   builtin<tnn::BatchNorm2dImpl>("BatchNorm2d", lower_batch_norm<tnn::BatchNorm2dImpl>);
+  // glassbox's BatchNorm layers (the zoo's; they can synchronise statistics in training).
+  builtin<glassbox::nn::BatchNorm1dImpl>("BatchNorm1d", lower_batch_norm<tnn::BatchNorm1dImpl>);
+  builtin<glassbox::nn::BatchNorm2dImpl>("BatchNorm2d", lower_batch_norm<tnn::BatchNorm2dImpl>);
   builtin<tnn::LayerNormImpl>("LayerNorm", [](const tnn::LayerNormImpl& m, GraphBuilder& b) {
     Node n;
     n.shape = m.options.normalized_shape();

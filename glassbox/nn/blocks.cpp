@@ -1,5 +1,6 @@
 // Tested by nn_test (zoo_test.cpp: ZooReference.*, Checkpointing.*; nn_test.cpp: Stages.*) and
 // train_test (Freeze.FirstBlocksFollowTheModelsStages: parameter_blocks).
+#include "glassbox/nn/batchnorm.h"
 #include "glassbox/nn/blocks.h"
 
 #include <torch/torch.h>
@@ -45,7 +46,7 @@ Seq conv_norm_act(const ConvSpec& c, const BnSettings& bn, BlockAct act) {
                                     .padding((c.kernel - 1) / 2)
                                     .groups(c.groups)
                                     .bias(false)));
-  s->push_back("1", tnn::BatchNorm2d(tnn::BatchNorm2dOptions(c.out).eps(bn.eps).momentum(bn.momentum)));
+  s->push_back("1", BatchNorm2d(tnn::BatchNorm2dOptions(c.out).eps(bn.eps).momentum(bn.momentum)));
   if (act != BlockAct::kNone) s->push_back("2", activation_module(act));
   return s;
 }

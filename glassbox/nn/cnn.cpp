@@ -1,3 +1,4 @@
+#include "glassbox/nn/batchnorm.h"
 #include "glassbox/nn/cnn.h"
 
 #include <torch/torch.h>
@@ -55,7 +56,7 @@ CnnImpl::CnnImpl(const CnnOptions& options, const ModelShape& shape) {
       switch (options.norm) {
         case CnnNorm::kBatchNorm:
           feats->push_back("bn" + p,
-                           torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(out).momentum(options.bn_momentum)));
+                           BatchNorm2d(torch::nn::BatchNorm2dOptions(out).momentum(options.bn_momentum)));
           break;
         case CnnNorm::kGroupNorm:
           feats->push_back("gn" + p, torch::nn::GroupNorm(torch::nn::GroupNormOptions(options.groups, out)));

@@ -1,3 +1,4 @@
+#include "glassbox/nn/batchnorm.h"
 #include "glassbox/nn/mlp.h"
 
 #include <torch/torch.h>
@@ -48,7 +49,7 @@ MlpImpl::MlpImpl(const MlpOptions& options, const ModelShape& shape) {
     switch (options.norm) {
       case MlpNorm::kBatchNorm:
         seq->push_back("bn" + p,
-                       torch::nn::BatchNorm1d(torch::nn::BatchNorm1dOptions(out).momentum(options.bn_momentum)));
+                       BatchNorm1d(torch::nn::BatchNorm1dOptions(out).momentum(options.bn_momentum)));
         break;
       case MlpNorm::kLayerNorm:
         seq->push_back("ln" + p, torch::nn::LayerNorm(torch::nn::LayerNormOptions({out})));

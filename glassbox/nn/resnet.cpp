@@ -26,8 +26,8 @@ void ResNetOptions::validate() const {
 
 namespace {
 
-tnn::BatchNorm2d bn(std::int64_t c, double momentum) {
-  return tnn::BatchNorm2d(tnn::BatchNorm2dOptions(c).momentum(momentum));
+BatchNorm2d bn(std::int64_t c, double momentum) {
+  return BatchNorm2d(tnn::BatchNorm2dOptions(c).momentum(momentum));
 }
 
 tnn::Conv2d conv(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t stride) {
@@ -135,7 +135,7 @@ at::Tensor ResNetImpl::forward(const at::Tensor& x) {
 std::vector<Stage> ResNetImpl::stages() {
   std::vector<Stage> out;
   tnn::Conv2d conv1 = conv1_;
-  tnn::BatchNorm2d bn1 = bn1_;
+  BatchNorm2d bn1 = bn1_;
   out.push_back({"conv1", [conv1](const at::Tensor& x) mutable { return conv1->forward(x); }, true});
   out.push_back({"bn1", [bn1](const at::Tensor& x) mutable { return bn1->forward(x); }, true});
   out.push_back({"relu", [](const at::Tensor& x) { return torch::relu(x); }, true});

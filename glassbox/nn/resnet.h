@@ -15,6 +15,7 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
+#include "glassbox/nn/batchnorm.h"
 #include "glassbox/nn/blocks.h"
 #include "glassbox/nn/model.h"
 
@@ -39,11 +40,11 @@ class BasicBlockImpl : public torch::nn::Module {
   static constexpr std::int64_t kExpansion = 1;
   BasicBlockImpl(std::int64_t in, std::int64_t planes, std::int64_t stride, double bn_momentum);
   at::Tensor forward(const at::Tensor& x);
-  torch::nn::BatchNorm2d& last_bn() { return bn2_; }
+  BatchNorm2d& last_bn() { return bn2_; }
 
  private:
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr};
+  BatchNorm2d bn1_{nullptr}, bn2_{nullptr};
   torch::nn::Sequential downsample_{nullptr};
 };
 TORCH_MODULE(BasicBlock);
@@ -54,11 +55,11 @@ class BottleneckImpl : public torch::nn::Module {
   static constexpr std::int64_t kExpansion = 4;
   BottleneckImpl(std::int64_t in, std::int64_t planes, std::int64_t stride, double bn_momentum);
   at::Tensor forward(const at::Tensor& x);
-  torch::nn::BatchNorm2d& last_bn() { return bn3_; }
+  BatchNorm2d& last_bn() { return bn3_; }
 
  private:
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
+  BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
   torch::nn::Sequential downsample_{nullptr};
 };
 TORCH_MODULE(Bottleneck);
@@ -82,7 +83,7 @@ class ResNetImpl : public torch::nn::Module {
   bool imagenet_stem_;
   double dropout_;
   torch::nn::Conv2d conv1_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr};
+  BatchNorm2d bn1_{nullptr};
   torch::nn::Sequential layer1_{nullptr}, layer2_{nullptr}, layer3_{nullptr}, layer4_{nullptr};
   torch::nn::Linear fc_{nullptr};
 };

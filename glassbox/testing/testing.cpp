@@ -1,12 +1,18 @@
 #include "glassbox/testing/testing.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace glassbox::testing {
@@ -41,6 +47,56 @@ std::pair<int, std::string> run_command(const std::string& command) {
   const int status = ::pclose(pipe);
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return {code, out};
+}
+
+namespace {
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+bool is_rank_worker() { return std::getenv("GB_DIST_WORKER") != nullptr; }
+
+std::vector<RankResult> spawn_ranks(const std::string& filter, int world, const std::string& extra_env,
+                                    std::vector<int> ranks) {
+  if (ranks.empty())
+    for (int r = 0; r < world; ++r) ranks.push_back(r);
+  std::string tag = filter;
+  for (char& c : tag)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  const fs::path dir = temp_dir("ranks_" + tag);
+  const std::string exe = fs::read_symlink("/proc/self/exe").string();
+  const int port = free_port();
+  std::string cmd;
+  for (int r : ranks) {
+    const std::string base = (dir / std::to_string(r)).string();
+    cmd += "( GB_DIST_WORKER=1 RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) +
+           " WORLD_SIZE=" + std::to_string(world) + " LOCAL_WORLD_SIZE=" + std::to_string(world) +
+           " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + extra_env + " timeout 120 '" + exe +
+           "' --gtest_filter='" + filter + "' > '" + base + ".out' 2>&1; echo $? > '" + base + ".rc' ) & ";
+  }
+  cmd += "wait";
+  run_command(cmd);
+  std::vector<RankResult> out(static_cast<std::size_t>(world));
+  for (int r : ranks) {
+    std::ifstream rc(dir / (std::to_string(r) + ".rc"));
+    rc >> out[static_cast<std::size_t>(r)].rc;
+    std::ifstream o(dir / (std::to_string(r) + ".out"));
+    std::stringstream ss;
+    ss << o.rdbuf();
+    out[static_cast<std::size_t>(r)].output = ss.str();
+  }
+  return out;
 }
 
 std::string run_python(const std::string& script, const std::vector<std::string>& args) {

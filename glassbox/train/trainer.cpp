@@ -11,9 +11,27 @@
 #include "glassbox/core/seed.h"
 #include "glassbox/metrics/classification.h"
 #include "glassbox/metrics/running.h"
+#include "glassbox/nn/batchnorm.h"
 #include "glassbox/train/freeze.h"
 
 namespace glassbox::train {
+
+namespace {
+
+// SyncBatchNorm's collectives over the job's process group.
+class GroupStatsSync final : public nn::BatchStatsSync {
+ public:
+  explicit GroupStatsSync(std::shared_ptr<dist::Group> group) : group_(std::move(group)) {}
+  void all_reduce_sum(at::Tensor& t) override {
+    std::vector<at::Tensor> v{t};
+    group_->all_reduce(v, dist::ReduceOp::kSum, "all-reduce of SyncBatchNorm's statistics");
+  }
+
+ private:
+  std::shared_ptr<dist::Group> group_;
+};
+
+}  // namespace
 
 Trainer::Trainer(TrainerOptions options, OptimizerOptions optimizer, SchedulerOptions scheduler,
                  std::filesystem::path run_dir, std::shared_ptr<dist::Group> group)
@@ -162,6 +180,9 @@ void Trainer::setup(TaskModule& task, DataModule& data) {
     for (auto& p : task.module().parameters(true))
       if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
   }
+  // SyncBatchNorm: every BatchNorm layer normalises with the statistics of the global batch.
+  if (group_ && options_.sync_batchnorm)
+    nn::set_batchnorm_sync(task.module(), std::make_shared<GroupStatsSync>(group_));
   // Freezing: name patterns, a share of the parameters from the input side, the first blocks.
   freeze_ = apply_freeze(task.module(), options_, task.blocks());
   unfrozen_ = false;

@@ -4,9 +4,9 @@
     ddp_test.py --glassbox build/glassbox/cli/glassbox --case equivalence_sgd [--workdir DIR]
 
 Cases (one ctest test each):
-  equivalence_sgd, equivalence_adamw
+  equivalence_sgd, equivalence_adamw, equivalence_syncbn
       2 ranks x batch 16 for 60 steps against 1 process x batch 32 over the same samples: the
-      final weights within 1e-6, and bit-identical on every rank.
+      final weights (and BatchNorm statistics, with trainer.sync_batchnorm) within 1e-6.
   exact_eval
       validation and test metrics of 2 ranks equal one process's exactly (a set whose size is
       not a multiple of 2 x the batch: no sample counted twice, none dropped).
@@ -112,14 +112,17 @@ def summary(run: Path) -> dict:
 
 
 def max_diff(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
+    """The largest |a - b| / (1 + |b|) over every tensor (float32 resolves ~1e-7 relative)."""
     check(sorted(a) == sorted(b), f"different tensors: {sorted(a)} vs {sorted(b)}")
-    return max(float(np.abs(a[k].astype(np.float64) - b[k].astype(np.float64)).max()) for k in a)
+    return max(float((np.abs(a[k].astype(np.float64) - b[k].astype(np.float64)) /
+                      (1 + np.abs(b[k].astype(np.float64)))).max()) for k in a)
 
 
 # --- cases -------------------------------------------------------------------------------------------
 
-def equivalence(env: Env, optim: tuple[str, ...]) -> None:
-    common = ("trainer.max_steps=60", 'model.mlp.norm="none"', 'checkpoint.monitor=""') + optim
+def equivalence(env: Env, optim: tuple[str, ...], norm: str = "none") -> None:
+    common = ("trainer.max_steps=60", f'model.mlp.norm="{norm}"', 'checkpoint.monitor=""',
+              "trainer.sync_batchnorm=true") + optim
     one, two = env.work / "one", env.work / "two"
     env.train(one, sets=common + ("data.loader.batch_size=32",))
     env.train(two, "--nproc", "2", sets=common + ("data.loader.batch_size=16",))
@@ -127,7 +130,7 @@ def equivalence(env: Env, optim: tuple[str, ...]) -> None:
     check(s1["global_step"] == s2["global_step"] == 60, f"steps {s1['global_step']} / {s2['global_step']}")
     check(s2["world_size"] == 2 and s2["strategy"] == "ddp" and s2["global_batch_size"] == 32, f"summary {s2}")
     d = max_diff(load_weights(one / "checkpoints" / "last.ckpt"), load_weights(two / "checkpoints" / "last.ckpt"))
-    print(f"max |w(2 ranks x 16) - w(1 x 32)| after 60 steps: {d:.3g}")
+    print(f"max |w(2 ranks x 16) - w(1 x 32)| / (1 + |w|) after 60 steps, buffers included: {d:.3g}")
     check(d < 1e-6, f"weights differ by {d}")
 
 
@@ -357,6 +360,8 @@ def multinode(env: Env) -> None:
 CASES = {
     "equivalence_sgd": lambda e: equivalence(e, ('optim.name="sgd"', "optim.lr=0.1", "optim.momentum=0.9")),
     "equivalence_adamw": lambda e: equivalence(e, ('optim.name="adamw"', "optim.lr=0.01")),
+    "equivalence_syncbn": lambda e: equivalence(e, ('optim.name="sgd"', "optim.lr=0.05", "optim.momentum=0.9"),
+                                                norm="batchnorm"),
     "exact_eval": exact_eval,
     "resume": resume,
     "torchrun": torchrun,
