@@ -1,10 +1,11 @@
-// glassbox bench train | serve | data
+// glassbox bench train | serve | data | ddp
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "bench/data_bench.h"
+#include "bench/ddp_bench.h"
 #include "bench/serve_bench.h"
 #include "bench/train_bench.h"
 #include "glassbox/app/quickstart.h"
@@ -29,6 +30,59 @@ std::vector<std::int64_t> parse_dims(const std::string& text, const std::string&
     start = x + 1;
   }
   return dims;
+}
+
+void add_bench_ddp(CLI::App& bench) {
+  auto o = std::make_shared<bench::DdpBenchOptions>();
+  auto json = std::make_shared<bool>(false);
+  auto worker = std::make_shared<bool>(false);
+  auto input = std::make_shared<std::string>("3x64x64");
+  CLI::App* ddp = bench.add_subcommand(
+      "ddp",
+      "Data-parallel training (Gloo): N ranks vs one process (scaling_efficiency) and vs PyTorch's DDP under "
+      "torchrun (vs_python_ddp), on mobilenet_v3_small");
+  ddp->add_option("--nproc", o->nproc, "ranks (one intra-op thread each)")->capture_default_str()->check(
+      CLI::Range(2, 64));
+  ddp->add_option("--batch-size", o->batch_size, "samples per rank per step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  ddp->add_option("--steps", o->steps, "measured steps per run")->capture_default_str()->check(CLI::PositiveNumber);
+  ddp->add_option("--warmup", o->warmup, "steps before the measured ones")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  ddp->add_option("--repeats", o->repeats, "best of N runs of each")->capture_default_str()->check(
+      CLI::PositiveNumber);
+  ddp->add_option("--input", *input, "image shape CxHxW")->capture_default_str();
+  ddp->add_option("--samples", o->samples, "synthetic data set size")->capture_default_str()->check(
+      CLI::PositiveNumber);
+  ddp->add_flag("--skip-python", o->skip_python, "no PyTorch DDP anchor (python_ddp_sps null)");
+  ddp->add_flag("--json", *json, "print one JSON object (progress goes to stderr)");
+  // One rank of a measurement (started by the benchmark itself).
+  ddp->add_flag("--worker", *worker)->group("");
+  ddp->footer(
+      "Examples:\n"
+      "  glassbox bench ddp --json            # about 5 minutes on 2 cores\n"
+      "  glassbox bench ddp --skip-python --steps 10 --repeats 1");
+  ddp->callback([o, json, worker, input] {
+    o->input = parse_dims(*input, "--input");
+    if (*worker) {
+      const nlohmann::json r = bench::run_ddp_bench_worker(*o);
+      if (std::getenv("RANK") == nullptr || std::string(std::getenv("RANK")) == "0") std::cout << r.dump() << "\n";
+      return;
+    }
+    const nlohmann::json r = bench::run_ddp_bench(*o);
+    if (*json) {
+      std::cout << r.dump(2) << "\n";
+      return;
+    }
+    std::cout << fmt::format("{}: {} ranks x 1 thread {:.1f} samples/s, 1 process x 1 thread {:.1f}\n",
+                             r["model"].get<std::string>(), r["nproc"].get<std::int64_t>(), r["ddp_sps"].get<double>(),
+                             r["single_sps"].get<double>());
+    std::cout << fmt::format("scaling_efficiency {:.3f}\n", r["scaling_efficiency"].get<double>());
+    if (r["python_ddp_sps"].is_number())
+      std::cout << fmt::format("PyTorch DDP (torchrun, gloo) {:.1f} samples/s: vs_python_ddp {:.3f}\n",
+                               r["python_ddp_sps"].get<double>(), r["vs_python_ddp"].get<double>());
+  });
 }
 
 void add_bench_serve(CLI::App& bench) {
@@ -260,6 +314,7 @@ void add_bench(CLI::App& app) {
   });
   add_bench_serve(*cmd);
   add_bench_data(*cmd);
+  add_bench_ddp(*cmd);
 }
 
 }  // namespace glassbox::cli

@@ -1,0 +1,43 @@
+// `glassbox bench ddp`: data-parallel training throughput on a compute-bound model
+// (torchvision's mobilenet_v3_small on synthetic 3x64x64 images, AdamW, cross-entropy), all
+// measured in one run with one intra-op thread per process:
+//   ddp_sps       the glassbox Trainer as N ranks (Gloo, c10d's Reducer), global samples/s
+//   single_sps    the same Trainer as one process
+//   python_ddp_sps  PyTorch's DistributedDataParallel under torchrun (Gloo, AdamW(fused=True)),
+//                   the same model, batch and data (bench/ddp_python.py)
+// and the ratios scaling_efficiency = ddp_sps / (N x single_sps), vs_python_ddp = ddp_sps /
+// python_ddp_sps. Each figure is the best of `repeats` runs, interleaved; a run measures the
+// steps after `warmup` steps (the Reducer rebuilds its buckets after the first).
+//
+//   DdpBenchOptions o; nlohmann::json r = run_ddp_bench(o);   // r["scaling_efficiency"], ...
+//
+// The worker side (run_ddp_bench_worker) is one rank of such a run: `glassbox bench ddp
+// --worker` in a process with torchrun's environment, or one process without it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace glassbox::bench {
+
+struct DdpBenchOptions {
+  std::int64_t nproc = 2;
+  std::int64_t batch_size = 32;  // per rank (the single process uses the same)
+  std::int64_t steps = 40;       // measured optimiser steps per run
+  std::int64_t warmup = 5;
+  std::int64_t repeats = 3;
+  std::vector<std::int64_t> input{3, 64, 64};
+  std::int64_t samples = 1024;  // the synthetic data set (every rank holds it; the sampler shards it)
+  std::string python;           // default: <source>/.venv/bin/python
+  std::string source_dir;       // default: compile-time source dir
+  bool skip_python = false;
+};
+
+nlohmann::json run_ddp_bench(const DdpBenchOptions& options);
+// One rank (or the single process): {"sps": global samples per second, "world_size": N}.
+nlohmann::json run_ddp_bench_worker(const DdpBenchOptions& options);
+
+}  // namespace glassbox::bench

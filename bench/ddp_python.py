@@ -1,0 +1,69 @@
+"""The anchor of `glassbox bench ddp`: PyTorch's DistributedDataParallel on Gloo, under torchrun.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 2 bench/ddp_python.py \
+        --batch-size 32 --steps 40 --warmup 5 --input 3x64x64 --samples 1024
+
+torchvision's mobilenet_v3_small (10 classes), AdamW(lr 1e-3, weight decay 0.01, fused=True),
+cross-entropy, one intra-op thread per process, synthetic data made from seed 0 (the same on
+every rank) and sharded by DistributedSampler (shuffled, whole batches). DDP's defaults: 25 MiB
+buckets, buffers broadcast every forward. Rank 0 prints one JSON line: {"sps": global samples/s
+over the steps after the warm-up}.
+"""
+import argparse
+import json
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torchvision
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DistributedSampler
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--input", default="3x64x64")
+    ap.add_argument("--samples", type=int, default=1024)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    shape = [int(d) for d in args.input.split("x")]
+    torch.manual_seed(0)
+    x = torch.randn(args.samples, *shape)
+    y = torch.randint(0, 10, (args.samples,))
+    model = DistributedDataParallel(torchvision.models.mobilenet_v3_small(num_classes=10))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, fused=True)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    sampler = DistributedSampler(range(args.samples), num_replicas=world, rank=rank, shuffle=True, seed=0)
+    model.train()
+    step, epoch, start = 0, 0, None
+    total = args.warmup + args.steps
+    while step < total:
+        sampler.set_epoch(epoch)
+        order = torch.tensor(list(sampler))
+        for b in range(len(order) // args.batch_size):
+            idx = order[b * args.batch_size:(b + 1) * args.batch_size]
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(model(x.index_select(0, idx)), y.index_select(0, idx))
+            loss.backward()
+            opt.step()
+            step += 1
+            if step == args.warmup:
+                start = time.perf_counter()
+            if step == total:
+                break
+        epoch += 1
+    seconds = time.perf_counter() - start
+    if rank == 0:
+        print(json.dumps({"sps": args.steps * args.batch_size * world / seconds, "world_size": world,
+                          "params": sum(p.numel() for p in model.parameters())}))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
