@@ -1,7 +1,7 @@
 #include "bench/ddp_bench.h"
 
-#include <sys/socket.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>

@@ -53,6 +53,9 @@ pid_t start_worker(const std::vector<std::string>& command, const std::vector<st
            "lower --nproc or free process slots");
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // A process group of its own: a terminal's Ctrl-C reaches the launcher only, which passes it
+    // on once (a second signal would end a worker at once, without its last checkpoint).
+    ::setpgid(0, 0);
     if (::getppid() != parent) ::_exit(1);  // the launcher died before prctl
     for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
     ::execv(argv[0], argv.data());
@@ -80,9 +83,9 @@ void validate(const LaunchOptions& o) {
 int launch_workers(const LaunchOptions& o, std::ostream& err) {
   validate(o);
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout * 1000));
-  std::unique_ptr<dist::JobStore> store =
-      o.node_rank == 0 ? dist::JobStore::serve(o.master_port, timeout)
-                       : dist::JobStore::connect(o.master_addr, o.master_port, timeout);
+  std::unique_ptr<dist::JobStore> store = o.node_rank == 0
+                                              ? dist::JobStore::serve(o.master_port, timeout)
+                                              : dist::JobStore::connect(o.master_addr, o.master_port, timeout);
   const int world = o.nproc * o.nnodes;
   dist::WorldInfo info;
   info.run_id = o.run_id;
@@ -91,7 +94,8 @@ int launch_workers(const LaunchOptions& o, std::ostream& err) {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {
+  }, old_term{};
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
   g_signal = 0;

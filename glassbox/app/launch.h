@@ -22,9 +22,9 @@
 namespace glassbox::app {
 
 struct LaunchOptions {
-  int nproc = 1;       // workers on this node
-  int nnodes = 1;      // nodes in the job
-  int node_rank = 0;   // this node
+  int nproc = 1;      // workers on this node
+  int nnodes = 1;     // nodes in the job
+  int node_rank = 0;  // this node
   std::string master_addr = "127.0.0.1";
   int master_port = 0;  // 0: a free port (one node only; several nodes need a known one)
   std::string run_id = "glassbox";

@@ -41,8 +41,9 @@ void add_bench_ddp(CLI::App& bench) {
       "ddp",
       "Data-parallel training (Gloo): N ranks vs one process (scaling_efficiency) and vs PyTorch's DDP under "
       "torchrun (vs_python_ddp), on mobilenet_v3_small");
-  ddp->add_option("--nproc", o->nproc, "ranks (one intra-op thread each)")->capture_default_str()->check(
-      CLI::Range(2, 64));
+  ddp->add_option("--nproc", o->nproc, "ranks (one intra-op thread each)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 64));
   ddp->add_option("--batch-size", o->batch_size, "samples per rank per step")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -50,11 +51,11 @@ void add_bench_ddp(CLI::App& bench) {
   ddp->add_option("--warmup", o->warmup, "steps before the measured ones")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  ddp->add_option("--repeats", o->repeats, "best of N runs of each")->capture_default_str()->check(
-      CLI::PositiveNumber);
+  ddp->add_option("--repeats", o->repeats, "best of N runs of each")->capture_default_str()->check(CLI::PositiveNumber);
   ddp->add_option("--input", *input, "image shape CxHxW")->capture_default_str();
-  ddp->add_option("--samples", o->samples, "synthetic data set size")->capture_default_str()->check(
-      CLI::PositiveNumber);
+  ddp->add_option("--samples", o->samples, "synthetic data set size")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   ddp->add_flag("--skip-python", o->skip_python, "no PyTorch DDP anchor (python_ddp_sps null)");
   ddp->add_flag("--json", *json, "print one JSON object (progress goes to stderr)");
   // One rank of a measurement (started by the benchmark itself).

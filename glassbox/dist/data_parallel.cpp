@@ -116,7 +116,8 @@ void DataParallel::before_forward(bool sync) {
         if (i < names_.size()) list += (list.empty() ? "" : ", ") + names_[i];
       GB_THROW(FailedPrecondition,
                "parameters received no gradient in the last step, so their gradients could not be averaged over the "
-               "ranks" << (list.empty() ? std::string() : ": " + list),
+               "ranks"
+                   << (list.empty() ? std::string() : ": " + list),
                "make every trainable parameter take part in the loss, freeze the unused ones (trainer.freeze), or set "
                "trainer.find_unused_parameters = true");
     }

@@ -12,10 +12,10 @@
 #include <mutex>
 #include <sstream>
 
+#include <c10/util/Logging.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <c10/util/Logging.h>
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
@@ -141,8 +141,9 @@ std::shared_ptr<Group> Group::connect(const WorldInfo& world, const GroupOptions
     GB_THROW(Unavailable,
              "rank " << world.rank << " could not " << (serve ? "serve" : "reach") << " the rendezvous store at "
                      << where << ": " << first_line(e.what()),
-             serve ? "the port is taken: pick another with --master-port (MASTER_PORT)"
-                   : "start node 0 (rank 0) within the timeout, and check --master-addr/--master-port and the firewall");
+             serve
+                 ? "the port is taken: pick another with --master-port (MASTER_PORT)"
+                 : "start node 0 (rank 0) within the timeout, and check --master-addr/--master-port and the firewall");
   }
   n.prefix = job_prefix(world);
   n.store = c10::make_intrusive<c10d::PrefixStore>(n.prefix, n.tcp);
@@ -291,8 +292,9 @@ std::string Group::diagnose(const char* what, const std::string& error, bool* ti
     }
     const std::string secs = std::to_string(options_.timeout.count() / 1000);
     if (!behind.empty())
-      return list_ranks(behind) + " did not join the " + what + " within " + secs + " s: alive but stuck (it reached collective " +
-             std::to_string(least) + ", this rank " + std::to_string(entered_.load()) + ")";
+      return list_ranks(behind) + " did not join the " + what + " within " + secs +
+             " s: alive but stuck (it reached collective " + std::to_string(least) + ", this rank " +
+             std::to_string(entered_.load()) + ")";
     return "the " + std::string(what) + " did not finish within " + secs + " s: " + cause;
   }
   *peer = false;
@@ -400,9 +402,8 @@ at::Tensor Group::all_gather_rows(const at::Tensor& local, const char* what) {
   std::vector<at::Tensor> headers_in{header};
   std::vector<std::vector<at::Tensor>> headers_out(1);
   for (int r = 0; r < size(); ++r) headers_out[0].push_back(torch::empty({kMaxDims + 2}, torch::kLong));
-  run(what, [&](c10d::ProcessGroup& pg) {
-    return pg.getBackend(c10::DeviceType::CPU)->allgather(headers_out, headers_in);
-  });
+  run(what,
+      [&](c10d::ProcessGroup& pg) { return pg.getBackend(c10::DeviceType::CPU)->allgather(headers_out, headers_in); });
   std::int64_t most = 0;
   std::vector<std::int64_t> rows;
   at::Tensor model;  // the header of a rank with rows
@@ -413,10 +414,12 @@ at::Tensor Group::all_gather_rows(const at::Tensor& local, const char* what) {
   }
   if (most == 0) return local;
   std::vector<std::int64_t> shape{most};
-  for (int d = 2; d < kMaxDims + 2 && model[d].item<std::int64_t>() >= 0; ++d) shape.push_back(model[d].item<std::int64_t>());
+  for (int d = 2; d < kMaxDims + 2 && model[d].item<std::int64_t>() >= 0; ++d)
+    shape.push_back(model[d].item<std::int64_t>());
   const auto dtype = static_cast<c10::ScalarType>(model[1].item<std::int64_t>());
   if (local.size(0) > 0) {
-    GB_CHECK(local.scalar_type() == dtype && local.sizes().slice(1) == c10::IntArrayRef(shape).slice(1), InvalidArgument,
+    GB_CHECK(local.scalar_type() == dtype && local.sizes().slice(1) == c10::IntArrayRef(shape).slice(1),
+             InvalidArgument,
              "all_gather_rows: rank " << rank() << " holds rows of another shape or dtype than the others",
              "every rank must gather the same kind of rows");
   }
@@ -427,7 +430,8 @@ at::Tensor Group::all_gather_rows(const at::Tensor& local, const char* what) {
   for (int r = 0; r < size(); ++r) out[0].push_back(torch::empty(shape, padded.options()));
   run(what, [&](c10d::ProcessGroup& pg) { return pg.allgather(out, in); });
   std::vector<at::Tensor> parts;
-  for (int r = 0; r < size(); ++r) parts.push_back(out[0][static_cast<std::size_t>(r)].narrow(0, 0, rows[static_cast<std::size_t>(r)]));
+  for (int r = 0; r < size(); ++r)
+    parts.push_back(out[0][static_cast<std::size_t>(r)].narrow(0, 0, rows[static_cast<std::size_t>(r)]));
   return torch::cat(parts, 0);
 }
 

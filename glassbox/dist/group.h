@@ -45,7 +45,7 @@ enum class ReduceOp { kSum, kMax, kMin };
 
 struct GroupOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};  // rendezvous and every collective
-  c10::Device device{c10::kCPU};                                  // CPU: Gloo; CUDA: NCCL (and Gloo for CPU tensors)
+  c10::Device device{c10::kCPU};                                // CPU: Gloo; CUDA: NCCL (and Gloo for CPU tensors)
 };
 
 class Group {

@@ -1,8 +1,7 @@
 // The NCCL backend (see backends.h): built against nccl.h of the nvidia-nccl wheel when the CMake
 // configuration found it (GB_HAVE_NCCL), otherwise a stub that says so.
-#include "glassbox/dist/backends.h"
-
 #include "glassbox/base/error.h"
+#include "glassbox/dist/backends.h"
 
 #ifdef GB_HAVE_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>

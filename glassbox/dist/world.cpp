@@ -34,8 +34,7 @@ std::optional<WorldInfo> WorldInfo::from_env() {
   WorldInfo w;
   w.world_size = env_int("WORLD_SIZE", 1, 1);
   w.rank = env_int("RANK", 0, 0);
-  GB_CHECK(w.rank < w.world_size, InvalidArgument,
-           "RANK=" << w.rank << " is not below WORLD_SIZE=" << w.world_size,
+  GB_CHECK(w.rank < w.world_size, InvalidArgument, "RANK=" << w.rank << " is not below WORLD_SIZE=" << w.world_size,
            "ranks count from 0 to WORLD_SIZE - 1");
   GB_CHECK(w.world_size == 1 || env("RANK") != nullptr, InvalidArgument,
            "WORLD_SIZE=" << w.world_size << " is set but RANK is not", "set RANK for every worker (0 .. WORLD_SIZE-1)");
@@ -49,7 +48,8 @@ std::optional<WorldInfo> WorldInfo::from_env() {
   w.master_port = env_int("MASTER_PORT", 29500, 1);
   GB_CHECK(w.master_port <= 65535, InvalidArgument, "MASTER_PORT=" << w.master_port << " is not a TCP port",
            "use a port between 1 and 65535");
-  if (const char* s = env("TORCHELASTIC_USE_AGENT_STORE")) w.agent_store = std::string(s) == "True" || std::string(s) == "1";
+  if (const char* s = env("TORCHELASTIC_USE_AGENT_STORE"))
+    w.agent_store = std::string(s) == "True" || std::string(s) == "1";
   if (const char* id = env("TORCHELASTIC_RUN_ID")) w.run_id = id;
   return w;
 }

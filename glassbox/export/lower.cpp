@@ -3,9 +3,9 @@
 
 #include <torch/torch.h>
 
-#include "glassbox/nn/batchnorm.h"
 #include "glassbox/base/error.h"
 #include "glassbox/export/graph.h"
+#include "glassbox/nn/batchnorm.h"
 #include "glassbox/nn/blocks.h"
 #include "glassbox/nn/cnn.h"
 #include "glassbox/nn/efficientnet.h"

@@ -84,10 +84,15 @@ struct SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFun
     at::Tensor scale = invstd;
     if (weight.defined()) scale = scale * weight.to(torch::kDouble);
     const at::Tensor grad_input =
-        per_channel(scale, x) *
-        (gy - per_channel(mean_dy, x) - xmu * per_channel(invstd.square() * mean_dy_xmu, x));
-    return {grad_input.to(x.scalar_type()), grad_weight, grad_bias, at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor()};
+        per_channel(scale, x) * (gy - per_channel(mean_dy, x) - xmu * per_channel(invstd.square() * mean_dy_xmu, x));
+    return {grad_input.to(x.scalar_type()),
+            grad_weight,
+            grad_bias,
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor()};
   }
 };
 

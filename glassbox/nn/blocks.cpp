@@ -1,11 +1,11 @@
 // Tested by nn_test (zoo_test.cpp: ZooReference.*, Checkpointing.*; nn_test.cpp: Stages.*) and
 // train_test (Freeze.FirstBlocksFollowTheModelsStages: parameter_blocks).
-#include "glassbox/nn/batchnorm.h"
 #include "glassbox/nn/blocks.h"
 
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
+#include "glassbox/nn/batchnorm.h"
 #include "glassbox/nn/checkpointing.h"
 
 namespace glassbox::nn {

@@ -1,9 +1,9 @@
-#include "glassbox/nn/batchnorm.h"
 #include "glassbox/nn/cnn.h"
 
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
+#include "glassbox/nn/batchnorm.h"
 
 namespace glassbox::nn {
 
@@ -55,8 +55,7 @@ CnnImpl::CnnImpl(const CnnOptions& options, const ModelShape& shape) {
                                                          .bias(options.norm == CnnNorm::kNone)));
       switch (options.norm) {
         case CnnNorm::kBatchNorm:
-          feats->push_back("bn" + p,
-                           BatchNorm2d(torch::nn::BatchNorm2dOptions(out).momentum(options.bn_momentum)));
+          feats->push_back("bn" + p, BatchNorm2d(torch::nn::BatchNorm2dOptions(out).momentum(options.bn_momentum)));
           break;
         case CnnNorm::kGroupNorm:
           feats->push_back("gn" + p, torch::nn::GroupNorm(torch::nn::GroupNormOptions(options.groups, out)));

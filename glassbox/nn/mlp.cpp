@@ -1,9 +1,9 @@
-#include "glassbox/nn/batchnorm.h"
 #include "glassbox/nn/mlp.h"
 
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
+#include "glassbox/nn/batchnorm.h"
 
 namespace glassbox::nn {
 
@@ -48,8 +48,7 @@ MlpImpl::MlpImpl(const MlpOptions& options, const ModelShape& shape) {
     seq->push_back("fc" + p, torch::nn::Linear(in, out));
     switch (options.norm) {
       case MlpNorm::kBatchNorm:
-        seq->push_back("bn" + p,
-                       BatchNorm1d(torch::nn::BatchNorm1dOptions(out).momentum(options.bn_momentum)));
+        seq->push_back("bn" + p, BatchNorm1d(torch::nn::BatchNorm1dOptions(out).momentum(options.bn_momentum)));
         break;
       case MlpNorm::kLayerNorm:
         seq->push_back("ln" + p, torch::nn::LayerNorm(torch::nn::LayerNormOptions({out})));

@@ -26,9 +26,7 @@ void ResNetOptions::validate() const {
 
 namespace {
 
-BatchNorm2d bn(std::int64_t c, double momentum) {
-  return BatchNorm2d(tnn::BatchNorm2dOptions(c).momentum(momentum));
-}
+BatchNorm2d bn(std::int64_t c, double momentum) { return BatchNorm2d(tnn::BatchNorm2dOptions(c).momentum(momentum)); }
 
 tnn::Conv2d conv(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t stride) {
   return tnn::Conv2d(tnn::Conv2dOptions(in, out, k).stride(stride).padding(k / 2).bias(false));

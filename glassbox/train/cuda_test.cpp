@@ -1,10 +1,16 @@
 // CUDA tests (label "cuda"): skip themselves where no GPU is present. Run on a GPU machine with
 // `ctest --test-dir build -L cuda`.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "glassbox/core/device.h"
 #include "glassbox/data/loader.h"
+#include "glassbox/dist/backends.h"
+#include "glassbox/dist/group.h"
 #include "glassbox/nn/registry.h"
 #include "glassbox/train/trainer.h"
 
@@ -72,6 +78,50 @@ TEST(Cuda, LoaderPinsBatchesForNonBlockingCopies) {
   EXPECT_TRUE(b->inputs.is_pinned());
   at::Tensor dev = b->inputs.to(resolve_device("cuda"), /*non_blocking=*/true);
   EXPECT_TRUE(torch::equal(dev.cpu(), b->inputs));
+}
+
+// The data-parallel path on NCCL with one rank on one GPU: the Reducer's all-reduce on CUDA, the
+// agreements on Gloo (CPU), exact evaluation's gathers on CUDA tensors.
+TEST(Cuda, DataParallelOnNccl) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  if (!dist::nccl_built()) GTEST_SKIP() << "this build has no NCCL";
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  dist::WorldInfo world;
+  world.master_port = ntohs(a.sin_port);
+  dist::GroupOptions go;
+  go.timeout = std::chrono::seconds(120);
+  go.device = c10::Device(c10::kCUDA, 0);
+  auto group = dist::Group::connect(world, go);
+  EXPECT_STREQ(group->backend_name(), "nccl");
+  std::vector<at::Tensor> t{torch::ones({4}, torch::kCUDA)};
+  group->all_reduce(t);
+  EXPECT_TRUE(t[0].cpu().equal(torch::ones({4})));
+
+  torch::manual_seed(0);
+  nn::ModelOptions m;
+  m.name = "cnn";
+  m.cnn.channels = {8};
+  ClassificationTask task(nn::make_model(m, nn::ModelShape{{1, 8, 8}, 2}), nn::Loss(nn::LossOptions{}, 2));
+  TrainerOptions o;
+  o.max_epochs = 5;
+  o.device = "cuda";
+  o.enable_progress_bar = false;
+  o.sync_batchnorm = true;
+  OptimizerOptions opt;
+  opt.name = OptimizerKind::kAdamW;
+  opt.lr = 3e-3;
+  CudaToyData data;
+  Trainer trainer(o, opt, SchedulerOptions{}, {}, group);
+  trainer.fit(task, data);
+  EXPECT_TRUE(task.module().parameters()[0].is_cuda());
+  EXPECT_GT(trainer.test(task, data).accuracy, 0.8);
 }
 
 }  // namespace

@@ -78,9 +78,9 @@ struct BnNet : torch::nn::Module {
     for (std::size_t r = 0; r < halves.size(); ++r) {
       at::Tensor rm = r == 0 ? bn1->running_mean : bn1->running_mean.clone();
       at::Tensor rv = r == 0 ? bn1->running_var : bn1->running_var.clone();
-      out.index_copy_(0, halves[r],
-                      torch::batch_norm(h.index_select(0, halves[r]), bn1->weight, bn1->bias, rm, rv, true, 0.1, 1e-5,
-                                        false));
+      out.index_copy_(
+          0, halves[r],
+          torch::batch_norm(h.index_select(0, halves[r]), bn1->weight, bn1->bias, rm, rv, true, 0.1, 1e-5, false));
     }
     {
       torch::NoGradGuard ng;

@@ -6,9 +6,9 @@
 
 #include "glassbox/base/error.h"
 #include "glassbox/base/interrupt.h"
-#include "glassbox/data/dataset.h"
 #include "glassbox/core/device.h"
 #include "glassbox/core/seed.h"
+#include "glassbox/data/dataset.h"
 #include "glassbox/metrics/classification.h"
 #include "glassbox/metrics/running.h"
 #include "glassbox/nn/batchnorm.h"
@@ -656,7 +656,8 @@ EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data
     }
     has_logits = group_->any(has_logits, "agreement on the evaluation outputs");
     const at::Tensor ids = group_->all_gather_rows(torch::tensor(own, torch::kLong), "gather of the evaluation");
-    const at::Tensor all_sizes = group_->all_gather_rows(torch::tensor(sizes, torch::kLong), "gather of the evaluation");
+    const at::Tensor all_sizes =
+        group_->all_gather_rows(torch::tensor(sizes, torch::kLong), "gather of the evaluation");
     const at::Tensor all_losses = group_->all_gather_rows(
         losses.empty() ? torch::empty({0}, torch::kDouble) : torch::stack(losses), "gather of the evaluation losses");
     at::Tensor all_logits, all_targets;

@@ -55,7 +55,7 @@ void TrainerOptions::visit(FieldVisitor& v) {
   v.field("enable_model_summary", enable_model_summary, "print the model summary before training");
   v.field("enable_checkpointing", enable_checkpointing, "write checkpoints");
   v.choice("strategy", strategy,
-          "auto (data-parallel when launched with several ranks), single, or ddp (DistributedDataParallel)");
+           "auto (data-parallel when launched with several ranks), single, or ddp (DistributedDataParallel)");
   v.field("sync_batchnorm", sync_batchnorm, "data-parallel: BatchNorm statistics over all ranks' batches (SyncBN)");
   v.field("find_unused_parameters", find_unused_parameters,
           "data-parallel: allow parameters that get no gradient in a step (walks the graph every step)");

@@ -17,8 +17,9 @@ Cases (one ctest test each):
       workers started by PyTorch's torchrun (its environment contract and its store) train.
   faults
       kill -9 of one rank mid-epoch: the job ends within the timeout with one line naming the
-      rank, no process is left, and the run resumes from its last checkpoint. A frozen rank
-      (SIGSTOP): the others stop after trainer.ddp_timeout naming it.
+      rank, no process is left, and the run resumes from its last checkpoint. Ctrl-C: every rank
+      stops at the same step, last.ckpt, exit 130. A frozen rank (SIGSTOP): the others stop
+      after trainer.ddp_timeout naming it.
   errors
       bad launch flags and an unreachable node 0: one-line errors, exit 2 / 1, nothing written.
   multinode
@@ -259,6 +260,17 @@ def faults(env: Env) -> None:
                         f"trainer.max_steps={step + 30}"], capture_output=True, text=True, timeout=300)
     check(p.returncode == 0, f"resume exited {p.returncode}: {p.stderr}")
     check(summary(run)["global_step"] == step + 30, f"resumed to step {summary(run)['global_step']}")
+    # Ctrl-C (SIGINT to the launcher): every rank stops after the same step, last.ckpt, exit 130.
+    run = env.work / "interrupted"
+    job, workers = start_long_job(env, run)
+    job.send_signal(signal.SIGINT)
+    out, err = job.communicate(timeout=120)
+    check(job.returncode == 130, f"interrupted job exited {job.returncode}:\n{err}")
+    check("resume with: glassbox train --resume" in out, f"no resume hint:\n{out}")
+    state = json.loads((run / "checkpoints" / "last.ckpt" / "state.json").read_text())
+    check(summary(run)["stop"] == "interrupted" and state["global_step"] == summary(run)["global_step"],
+          f"last.ckpt at step {state['global_step']}, summary {summary(run).get('global_step')}")
+    check(not any(alive(p) for p in workers.values()), "a worker is still running")
     # A frozen rank: the others give up after ddp_timeout and name it.
     run = env.work / "frozen"
     job, workers = start_long_job(env, run)
