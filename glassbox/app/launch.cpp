@@ -42,11 +42,25 @@ struct Worker {
   int status = 0;
 };
 
-// fork + exec with the worker's environment; the child dies with the launcher.
+// fork + exec with the launcher's environment and the worker's variables on top (both built
+// before fork: the child only calls async-signal-safe functions); the child dies with the
+// launcher.
 pid_t start_worker(const std::vector<std::string>& command, const std::vector<std::string>& env) {
   std::vector<char*> argv;
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  std::vector<std::string> all;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& mine : env) replaced = replaced || mine.compare(0, name.size() + 1, name + "=") == 0;
+    if (!replaced) all.push_back(entry);
+  }
+  all.insert(all.end(), env.begin(), env.end());
+  std::vector<char*> envp;
+  for (auto& e : all) envp.push_back(e.data());
+  envp.push_back(nullptr);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   GB_CHECK(pid >= 0, ResourceExhausted, "could not start a worker process: " << std::strerror(errno),
@@ -57,8 +71,7 @@ pid_t start_worker(const std::vector<std::string>& command, const std::vector<st
     // on once (a second signal would end a worker at once, without its last checkpoint).
     ::setpgid(0, 0);
     if (::getppid() != parent) ::_exit(1);  // the launcher died before prctl
-    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-    ::execv(argv[0], argv.data());
+    ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
   return pid;
@@ -129,7 +142,8 @@ int launch_workers(const LaunchOptions& o, std::ostream& err) {
   int failure_status = 0;
   std::optional<std::chrono::steady_clock::time_point> ending;  // when the others were told to stop
   int signals_sent = 0;
-  bool store_seen = true;
+  bool store_lost = false;  // node 0's store went away while workers here still ran
+  bool all_ok = true;       // every local worker exited 0 or 130 (so far)
   auto last_store_check = std::chrono::steady_clock::now();
   const auto send_all = [&](int sig) {
     for (auto& w : workers)
@@ -145,7 +159,9 @@ int launch_workers(const LaunchOptions& o, std::ostream& err) {
         w.done = true;
         w.status = status;
         const bool ok = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 130);
-        if (!ok && !failure) {
+        if (!ok) all_ok = false;
+        // The first failure is the cause; workers this launcher stopped itself are not.
+        if (!ok && !failure && signals_sent == 0) {
           failure = fmt::format("rank {} (pid {}) {}", w.rank, w.pid, describe_status(status));
           failure_status = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
           if (WIFSIGNALED(status)) store->report_failure(prefix, w.rank, "its process " + describe_status(status));
@@ -167,10 +183,15 @@ int launch_workers(const LaunchOptions& o, std::ostream& err) {
       if (auto f = store->failure(prefix, world)) {
         bool local = false;
         for (const auto& w : workers) local = local || w.rank == f->first;
-        if (!local) ending = now;
-      } else if (o.node_rank != 0 && !(store_seen = store->reachable())) {
-        failure = "node 0's launcher (the rendezvous store) is gone";
-        failure_status = 1;
+        if (!local) {
+          failure = fmt::format("rank {} on another node failed ({})", f->first, f->second);
+          failure_status = 1;
+          ending = now;
+        }
+      } else if (o.node_rank != 0 && !store->reachable()) {
+        // Node 0's launcher is gone: after a normal end (its workers finished first) the local
+        // workers finish too; otherwise they are stopped after the grace period.
+        store_lost = true;
         ending = now;
       }
     }
@@ -188,7 +209,10 @@ int launch_workers(const LaunchOptions& o, std::ostream& err) {
   }
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
-  (void)store_seen;
+  if (!failure && store_lost && !all_ok) {
+    failure = "node 0's launcher (the rendezvous store) went away while this node's workers ran";
+    failure_status = 1;
+  }
   if (failure) {
     err << "error: " << *failure << "; the job stopped (hint: resume from the last checkpoint with glassbox train "
         << "--resume RUN/checkpoints/last.ckpt and the same launch flags)\n";

@@ -133,7 +133,9 @@ std::optional<dist::WorldInfo> data_parallel_world(const train::TrainerOptions& 
       return world;
     case train::Strategy::kDdp:
       if (world) return world;
-      return dist::WorldInfo{};  // one rank: the data-parallel path on its own
+      world = dist::WorldInfo{};  // one rank: the data-parallel path on its own
+      world->master_port = 0;     // its store on a free port
+      return world;
   }
   return std::nullopt;
 }
@@ -465,9 +467,22 @@ nlohmann::json run_training(const TrainRequest& request, std::ostream& user_out)
     } else if (stop == train::StopKind::kNonFinite && !last.empty() && fs::exists(last)) {
       use = last;  // checkpoints are only written with finite weights
     }
+    if (group) {
+      // Rank 0 wrote the checkpoints and decides; the others get its choice and its weights (they
+      // may not see its file system).
+      const std::int64_t code = group->max(rank0 ? (use.empty()   ? 0
+                                                    : use == last ? 2
+                                                                  : 1)
+                                                 : 0,
+                                           "agreement on the weights to test");
+      if (!rank0) use = code == 0 ? std::string() : code == 2 ? last : ckpt->best_model_path();
+    }
     if (!use.empty()) {
-      const train::Checkpoint best = train::read_checkpoint(use);
-      train::load_module_state(task.module(), best.model, best.state.value("trainable_only", false));
+      if (rank0 || !group) {
+        const train::Checkpoint best = train::read_checkpoint(use);
+        train::load_module_state(task.module(), best.model, best.state.value("trainable_only", false));
+      }
+      trainer.broadcast_model_state(/*parameters=*/true);
       tested_with = use;
     }
     if (stop == train::StopKind::kNonFinite && use.empty()) {

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <sstream>
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Logging.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -66,7 +67,17 @@ c10d::ReduceOp to_c10d(ReduceOp op) {
 }  // namespace
 
 struct Group::Native {
-  c10::intrusive_ptr<c10d::Store> tcp;    // the TCPStore (served here or elsewhere)
+  c10::intrusive_ptr<c10d::TCPStore> tcp;  // the TCPStore (served here or elsewhere)
+  std::string host;
+  // A new client of the store that gives up after a few seconds (connecting included): what the
+  // failure paths use, so that a store whose host vanished costs seconds, not the timeout.
+  c10::intrusive_ptr<c10d::Store> quick_client(const std::string& prefix) const {
+    c10d::TCPStoreOptions o;
+    o.port = static_cast<std::uint16_t>(tcp->getPort());
+    o.isServer = false;
+    o.timeout = std::chrono::seconds(3);
+    return c10::make_intrusive<c10d::PrefixStore>(prefix, c10::make_intrusive<c10d::TCPStore>(host, o));
+  }
   c10::intrusive_ptr<c10d::Store> store;  // this job's namespace in it
   c10::intrusive_ptr<c10d::ProcessGroup> pg;
   std::string prefix;
@@ -137,6 +148,7 @@ std::shared_ptr<Group> Group::connect(const WorldInfo& world, const GroupOptions
   so.timeout = options.timeout;
   try {
     n.tcp = c10::make_intrusive<c10d::TCPStore>(world.master_addr, so);
+    n.host = world.master_addr;
   } catch (const std::exception& e) {
     GB_THROW(Unavailable,
              "rank " << world.rank << " could not " << (serve ? "serve" : "reach") << " the rendezvous store at "
@@ -159,6 +171,8 @@ std::shared_ptr<Group> Group::connect(const WorldInfo& world, const GroupOptions
     n.pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
     n.pg->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
     if (options.device.is_cuda()) {
+      // This rank's GPU is the current device before NCCL (and anything else) touches CUDA.
+      c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(options.device);
       auto nccl_store = c10::make_intrusive<c10d::PrefixStore>("nccl", n.store);
       auto nccl = make_nccl_backend(nccl_store, world.rank, world.world_size, options.timeout);
       n.pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, nccl);
@@ -193,7 +207,7 @@ std::shared_ptr<Group> Group::connect(const WorldInfo& world, const GroupOptions
 void Group::heartbeat_loop() {
   c10::intrusive_ptr<c10d::Store> store;
   try {
-    store = c10::make_intrusive<c10d::PrefixStore>(native_->prefix, native_->tcp->clone());
+    store = native_->quick_client(native_->prefix);  // blocks at most seconds: the destructor joins this thread
   } catch (const std::exception&) {
     return;
   }
@@ -218,9 +232,7 @@ std::string Group::diagnose(const char* what, const std::string& error, bool* ti
   const std::string cause = first_line(error);
   c10::intrusive_ptr<c10d::Store> store;
   try {
-    auto clone = native_->tcp->clone();
-    clone->setTimeout(std::chrono::seconds(3));
-    store = c10::make_intrusive<c10d::PrefixStore>(native_->prefix, clone);
+    store = native_->quick_client(native_->prefix);
     store->check({"arrived/0"});
   } catch (const std::exception&) {
     *timed_out = false;
@@ -324,11 +336,9 @@ void Group::raise(const std::string& message, bool timed_out) {
 
 void Group::report_failure(const std::string& message) noexcept {
   try {
-    auto clone = native_->tcp->clone();
-    clone->setTimeout(std::chrono::seconds(3));
-    c10d::PrefixStore store(native_->prefix, clone);
+    auto store = native_->quick_client(native_->prefix);
     const std::string key = "failed/" + std::to_string(rank());
-    if (!store.check({key})) store.set(key, to_bytes(message));
+    if (!store->check({key})) store->set(key, to_bytes(message));
   } catch (...) {
   }
 }
@@ -342,7 +352,7 @@ void Group::run(const char* what, F&& start) {
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    fail(what, e);
+    fail_or_rethrow(what, e);  // a local error (a bad argument, out of memory) stays itself
   }
 }
 

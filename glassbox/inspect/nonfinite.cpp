@@ -11,6 +11,7 @@
 #include "glassbox/base/files.h"
 #include "glassbox/core/seed.h"
 #include "glassbox/inspect/recorder.h"
+#include "glassbox/nn/batchnorm.h"
 #include "glassbox/train/precision.h"
 #include "glassbox/train/trainer.h"
 
@@ -285,6 +286,8 @@ void NonFiniteMonitor::report(train::Trainer& t, const std::string& what) {
         ds_index = data::root_indices(*ds, torch::arange(ds->size()));
       }
     }
+    // The replay runs on this rank alone: SyncBatchNorm's collectives would wait for the others.
+    const nn::BatchNormSyncPause local_batchnorm(t.task()->module());
     NonFiniteEvent e = localise_nonfinite(*t.task(), batch_, *map_, &t.precision(), &rng_, ds_index);
     e.step = t.global_step();
     e.epoch = t.current_epoch();

@@ -141,9 +141,30 @@ at::Tensor BatchNorm2dImpl::forward(const at::Tensor& input) {
   return forward_with<torch::nn::BatchNorm2dImpl>(*this, input, sync_);
 }
 
+BatchNormSyncPause::BatchNormSyncPause(torch::nn::Module& module) {
+  for (const auto& m : module.modules(/*include_self=*/false)) {
+    if (auto* b1 = dynamic_cast<BatchNorm1dImpl*>(m.get()); b1 != nullptr && b1->sync()) {
+      saved_.emplace_back(m, b1->sync());
+      b1->set_sync(nullptr);
+    } else if (auto* b2 = dynamic_cast<BatchNorm2dImpl*>(m.get()); b2 != nullptr && b2->sync()) {
+      saved_.emplace_back(m, b2->sync());
+      b2->set_sync(nullptr);
+    }
+  }
+}
+
+BatchNormSyncPause::~BatchNormSyncPause() {
+  for (auto& [m, sync] : saved_) {
+    if (auto* b1 = dynamic_cast<BatchNorm1dImpl*>(m.get()))
+      b1->set_sync(sync);
+    else if (auto* b2 = dynamic_cast<BatchNorm2dImpl*>(m.get()))
+      b2->set_sync(sync);
+  }
+}
+
 std::vector<std::string> set_batchnorm_sync(torch::nn::Module& module, const std::shared_ptr<BatchStatsSync>& sync) {
   std::vector<std::string> synced, foreign;
-  for (const auto& item : module.named_modules("", /*include_self=*/true)) {
+  for (const auto& item : module.named_modules("", /*include_self=*/false)) {
     torch::nn::Module* m = item.value().get();
     if (auto* b1 = dynamic_cast<BatchNorm1dImpl*>(m)) {
       b1->set_sync(sync);
@@ -153,7 +174,7 @@ std::vector<std::string> set_batchnorm_sync(torch::nn::Module& module, const std
       synced.push_back(item.key());
     } else if (dynamic_cast<torch::nn::BatchNorm1dImpl*>(m) || dynamic_cast<torch::nn::BatchNorm2dImpl*>(m) ||
                dynamic_cast<torch::nn::BatchNorm3dImpl*>(m)) {
-      foreign.push_back(item.key().empty() ? "(the model)" : item.key());
+      foreign.push_back(item.key());
     }
   }
   if (sync) {

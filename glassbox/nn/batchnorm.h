@@ -38,7 +38,7 @@ class BatchNorm1dImpl : public torch::nn::BatchNorm1dImpl {
   explicit BatchNorm1dImpl(const torch::nn::BatchNormOptions& options);
   at::Tensor forward(const at::Tensor& input);
   void set_sync(std::shared_ptr<BatchStatsSync> sync) { sync_ = std::move(sync); }
-  bool synced() const { return sync_ != nullptr; }
+  const std::shared_ptr<BatchStatsSync>& sync() const { return sync_; }
 
  private:
   std::shared_ptr<BatchStatsSync> sync_;
@@ -50,12 +50,26 @@ class BatchNorm2dImpl : public torch::nn::BatchNorm2dImpl {
   explicit BatchNorm2dImpl(const torch::nn::BatchNormOptions& options);
   at::Tensor forward(const at::Tensor& input);
   void set_sync(std::shared_ptr<BatchStatsSync> sync) { sync_ = std::move(sync); }
-  bool synced() const { return sync_ != nullptr; }
+  const std::shared_ptr<BatchStatsSync>& sync() const { return sync_; }
 
  private:
   std::shared_ptr<BatchStatsSync> sync_;
 };
 TORCH_MODULE(BatchNorm2d);
+
+// Turns off the synchronisation of every glassbox BatchNorm layer under a module while it lives
+// (a forward pass that one rank runs on its own, e.g. replaying a step to find a NaN), then
+// restores it.
+class BatchNormSyncPause {
+ public:
+  explicit BatchNormSyncPause(torch::nn::Module& module);
+  ~BatchNormSyncPause();
+  BatchNormSyncPause(const BatchNormSyncPause&) = delete;
+  BatchNormSyncPause& operator=(const BatchNormSyncPause&) = delete;
+
+ private:
+  std::vector<std::pair<std::shared_ptr<torch::nn::Module>, std::shared_ptr<BatchStatsSync>>> saved_;
+};
 
 // Sets (null: clears) the synchroniser of every glassbox BatchNorm layer under `module` and
 // returns their module paths. torch::nn BatchNorm layers that are not glassbox's cannot be

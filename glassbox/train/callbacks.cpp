@@ -57,15 +57,18 @@ bool ModelCheckpoint::better(double a, double b) const { return options_.mode ==
 
 namespace {
 
-// True when every parameter and buffer is finite (one fused reduction per dtype group).
+// True when every parameter and buffer is finite (one fused reduction per dtype group), on every
+// rank of a data-parallel job.
 bool weights_finite(Trainer& t) {
   std::vector<at::Tensor> floats;
   for (const auto& p : t.task()->module().parameters()) floats.push_back(p.detach());
   for (const auto& b : t.task()->module().buffers())
     if (b.is_floating_point()) floats.push_back(b.detach());
-  if (floats.empty()) return true;
-  const auto norms = at::_foreach_norm(floats, 1);
-  return torch::stack(norms).sum().isfinite().item<bool>();
+  bool finite = floats.empty() || torch::stack(at::_foreach_norm(floats, 1)).sum().isfinite().item<bool>();
+  // Data-parallel: the ranks' buffers may differ (BatchNorm statistics); saving is collective, so
+  // they decide together.
+  if (const auto& g = t.process_group()) finite = !g->any(!finite, "agreement on the weights being finite");
+  return finite;
 }
 
 // Only files of this run's own checkpoint directory are ever removed (a run forked from another

@@ -65,6 +65,10 @@ void Trainer::set_process_group(std::shared_ptr<dist::Group> group) {
   if (group_ && group_->rank() != 0) logger_ = MetricsLogger();
 }
 
+void Trainer::broadcast_model_state(bool parameters) {
+  if (ddp_) ddp_->broadcast_state(parameters, true);
+}
+
 std::int64_t Trainer::global_batch_size() const {
   return (train_loader_ ? train_loader_->options().batch_size : 0) * world_size();
 }
@@ -94,9 +98,14 @@ void Trainer::build_data_parallel() {
 void Trainer::agree_on_stop() {
   const std::int64_t mine = should_stop_ ? 1 + static_cast<std::int64_t>(stop_kind_) : 0;
   const std::int64_t agreed = group_->max(mine, "agreement on stopping");
-  if (agreed > 0 && !should_stop_) {
-    const auto kind = static_cast<StopKind>(agreed - 1);
-    request_stop(std::string("another rank stopped (") + stop_kind_name(kind) + ")", kind);
+  if (agreed == 0) return;
+  // Every rank adopts the same kind (the largest asked for): what happens after fit (a final
+  // checkpoint, the test) depends on it and is collective.
+  const auto kind = static_cast<StopKind>(agreed - 1);
+  if (!should_stop_ || stop_kind_ != kind) {
+    stop_reason_ = std::string("another rank stopped (") + stop_kind_name(kind) + ")";
+    stop_kind_ = kind;
+    should_stop_ = true;
   }
 }
 
@@ -180,6 +189,10 @@ void Trainer::setup(TaskModule& task, DataModule& data) {
     for (auto& p : task.module().parameters(true))
       if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
   }
+  GB_CHECK(!(group_ && options_.find_unused_parameters && options_.gradient_checkpointing), InvalidArgument,
+           "trainer.find_unused_parameters and trainer.gradient_checkpointing cannot be combined in data-parallel "
+           "training (the recomputed blocks hide their parameters from the search for unused ones)",
+           "turn one of them off");
   // SyncBatchNorm: every BatchNorm layer normalises with the statistics of the global batch.
   if (group_ && options_.sync_batchnorm)
     nn::set_batchnorm_sync(task.module(), std::make_shared<GroupStatsSync>(group_));
@@ -215,10 +228,14 @@ void Trainer::setup(TaskModule& task, DataModule& data) {
   num_train_batches_ = options_.fast_dev_run > 0
                            ? std::min(options_.fast_dev_run, full)
                            : resolve_batches(options_.limit_train_batches, full, "limit_train_batches");
-  GB_CHECK(
-      num_train_batches_ > 0, InvalidArgument,
-      "no training batches: the training set has " << train_set_->size() << " samples, batch_size " << lo.batch_size,
-      "lower data.loader.batch_size, turn off drop_last, or raise trainer.limit_train_batches");
+  GB_CHECK(num_train_batches_ > 0, InvalidArgument,
+           "no training batches: the training set has "
+               << train_set_->size() << " samples"
+               << (world_size() > 1 ? " (" + std::to_string((train_set_->size() + world_size() - 1) / world_size()) +
+                                          " per rank over " + std::to_string(world_size()) + " ranks)"
+                                    : std::string())
+               << ", batch_size " << lo.batch_size,
+           "lower data.loader.batch_size, turn off drop_last, or raise trainer.limit_train_batches");
   if (options_.val_check_interval > 1.0) {
     val_every_batches_ = static_cast<std::int64_t>(options_.val_check_interval);
     GB_CHECK(val_every_batches_ <= num_train_batches_, InvalidArgument,
@@ -268,6 +285,7 @@ void Trainer::fit(TaskModule& task, DataModule& data, const std::filesystem::pat
   resume_epoch_sums_.reset();
   train_seconds_before_ = 0;
   resumed_world_size_ = 0;
+  resumed_mid_epoch_ = false;
   setup(task, data);
   // Data-parallel: dropout and other random draws differ by rank (rank 0 keeps the seed's own
   // stream); a resume with the same world size restores each rank's own state.
@@ -295,6 +313,7 @@ void Trainer::fit(TaskModule& task, DataModule& data, const std::filesystem::pat
       ++epoch_;
       batch_in_epoch_ = 0;
       resume_batch_ = 0;
+      resumed_mid_epoch_ = false;
     }
     if (!should_stop_) {
       if (max_epochs >= 0 && epoch_ >= max_epochs)
@@ -345,7 +364,7 @@ void Trainer::unfreeze_backbone(double lr) {
 
 void Trainer::finetune_epoch_start() {
   const std::int64_t at = options_.unfreeze_at_epoch;
-  if (at < 0 || epoch_ < at || resume_batch_ > 0) return;  // a resumed epoch has had its start already
+  if (at < 0 || epoch_ < at || resumed_mid_epoch_) return;  // a resumed epoch has had its start already
   const double head_lr = optimizer_->lr(0);
   if (!unfrozen_) {
     unfreeze_backbone(head_lr * options_.unfreeze_lr_ratio);
@@ -619,6 +638,9 @@ EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data
     // b mod W, and every rank replays all of them in order from the gathered outputs (no sample
     // twice, none padded), so losses and metrics come out as one process computes them.
     const int world = group_->size(), rank = group_->rank();
+    // Every rank evaluates rank 0's model: its buffers (BatchNorm statistics, which each rank's
+    // training forward updated on its own) go to all ranks first.
+    if (!options_.sync_batchnorm) broadcast_model_state(/*parameters=*/false);
     data::Loader whole(ds, eo);
     std::int64_t total = whole.num_batches();
     if (limit_batches >= 0) total = std::min(total, limit_batches);

@@ -83,6 +83,9 @@ class Trainer {
   int global_rank() const { return group_ ? group_->rank() : 0; }
   // Rank 0 (or no process group): the rank that logs and writes files.
   bool is_global_zero() const { return global_rank() == 0; }
+  // Data-parallel: sends rank 0's buffers (and parameters) to every rank; collective. No-op in
+  // one process.
+  void broadcast_model_state(bool parameters);
   // Text stored in checkpoints as the run's configuration (e.g. the effective config.toml).
   void set_config_text(std::string text) { config_text_ = std::move(text); }
   // More entries for every checkpoint's state.json (e.g. what inference needs: the data's shape,
@@ -214,6 +217,7 @@ class Trainer {
   bool skip_step_ = false;
   std::int64_t skipped_steps_ = 0;
   std::int64_t resumed_world_size_ = 0;
+  bool resumed_mid_epoch_ = false;       // fit resumed inside an epoch (its start has happened)
   std::vector<double> auto_clip_norms_;  // unclipped norms of the first gradient_clip_auto_steps steps
   double auto_clip_ = 0.0;               // the automatic threshold once chosen
   double train_seconds_before_ = 0.0;    // from a resumed checkpoint

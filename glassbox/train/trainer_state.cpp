@@ -142,7 +142,9 @@ void Trainer::restore(const std::filesystem::path& path, const ResumeOptions& re
              "use another checkpoint");
   }
   const std::int64_t saved_world = s.value("world_size", std::int64_t{1});
-  const std::int64_t saved_batch = s.value("batch_size", std::int64_t{0});
+  // (Checkpoints from before data-parallel training lack batch_size: a resume keeps it.)
+  const std::int64_t saved_batch = s.value("batch_size", train_loader_->options().batch_size);
+  resumed_mid_epoch_ = resume_batch_ > 0;
   resumed_world_size_ = saved_world;
   if (saved_world != world_size() && resume_batch_ > 0 && saved_batch > 0) {
     // Another number of ranks: go on from the same place in the epoch's order, rounded down to a
