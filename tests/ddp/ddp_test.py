@@ -170,6 +170,11 @@ def resume(env: Env) -> None:
     a, b = load_weights(full / "checkpoints" / "last.ckpt"), load_weights(ckpt)
     d = max_diff(a, b)
     check(d == 0.0, f"resumed run differs from the uninterrupted one by {d} (dropout and BatchNorm included)")
+    # The report and the doctor read a data-parallel run as any other.
+    for cmd in (["report", str(full)], ["doctor", str(full / "config.toml"), "--no-run"]):
+        p = subprocess.run([str(env.glassbox), *cmd], capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, f"glassbox {' '.join(cmd)} exited {p.returncode}: {p.stderr}")
+    check((full / "report.html").exists(), "no report.html")
     # Another world size: 2 ranks -> 1 process, mid-epoch position mapped by samples.
     mid = env.work / "mid"
     env.train(mid, "--nproc", "2", sets=common + ("trainer.max_steps=20",))
