@@ -106,8 +106,8 @@ nlohmann::json run_json(const std::string& cmd, const std::string& what) {
 std::string self_exe() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
 
 std::string worker_args(const DdpBenchOptions& o) {
-  return fmt::format("bench ddp --worker --batch-size {} --steps {} --warmup {} --input {} --samples {}", o.batch_size,
-                     o.steps, o.warmup, fmt::join(o.input, "x"), o.samples);
+  return fmt::format("bench ddp --worker --model {} --batch-size {} --steps {} --warmup {} --input {} --samples {}",
+                     o.model, o.batch_size, o.steps, o.warmup, fmt::join(o.input, "x"), o.samples);
 }
 
 double ddp_run(const DdpBenchOptions& o) {
@@ -123,18 +123,32 @@ double ddp_run(const DdpBenchOptions& o) {
   return run_json("( " + cmd + " )", "the glassbox DDP run").at("sps").get<double>();
 }
 
-double single_run(const DdpBenchOptions& o) {
-  return run_json(fmt::format("OMP_NUM_THREADS=1 '{}' {}", self_exe(), worker_args(o)), "the one-process run")
-      .at("sps")
-      .get<double>();
+nlohmann::json single_run(const DdpBenchOptions& o) {
+  return run_json(fmt::format("OMP_NUM_THREADS=1 '{}' {}", self_exe(), worker_args(o)), "the one-process run");
 }
 
-double python_run(const DdpBenchOptions& o) {
+nn::ModelOptions model_options(const DdpBenchOptions& o) {
+  nn::ModelOptions m;
+  m.name = o.model;
+  if (o.model == "cnn") {
+    m.cnn.channels = {32, 64, 128};  // 2 convolutions per stage, BatchNorm, a 128-wide head
+  } else {
+    m.mobilenet_v3_small.stem = nn::Stem::kImagenet;
+  }
+  return m;
+}
+
+double python_run(const DdpBenchOptions& o, std::int64_t params) {
   const std::string cmd = fmt::format(
       "OMP_NUM_THREADS=1 '{}' -m torch.distributed.run --standalone --nproc-per-node {} '{}/bench/ddp_python.py' "
-      "--batch-size {} --steps {} --warmup {} --input {} --samples {}",
-      o.python, o.nproc, o.source_dir, o.batch_size, o.steps, o.warmup, fmt::join(o.input, "x"), o.samples);
-  return run_json(cmd, "bench/ddp_python.py under torchrun").at("sps").get<double>();
+      "--model {} --batch-size {} --steps {} --warmup {} --input {} --samples {}",
+      o.python, o.nproc, o.source_dir, o.model, o.batch_size, o.steps, o.warmup, fmt::join(o.input, "x"), o.samples);
+  const nlohmann::json r = run_json(cmd, "bench/ddp_python.py under torchrun");
+  GB_CHECK(r.at("params").get<std::int64_t>() == params, Internal,
+           "bench ddp: the Python model has " << r.at("params").get<std::int64_t>() << " parameters, glassbox's "
+                                              << params,
+           "bench/ddp_python.py must build the same architecture");
+  return r.at("sps").get<double>();
 }
 
 }  // namespace
@@ -149,10 +163,8 @@ nlohmann::json run_ddp_bench_worker(const DdpBenchOptions& o) {
   }
   Synthetic data(o);
   torch::manual_seed(0);
-  nn::ModelOptions m;
-  m.name = "mobilenet_v3_small";
-  m.mobilenet_v3_small.stem = nn::Stem::kImagenet;
-  train::ClassificationTask task(nn::make_model(m, nn::ModelShape{o.input, 10}), nn::Loss(nn::LossOptions{}, 10));
+  train::ClassificationTask task(nn::make_model(model_options(o), nn::ModelShape{o.input, 10}),
+                                 nn::Loss(nn::LossOptions{}, 10));
   train::TrainerOptions t;
   t.max_epochs = -1;
   t.max_steps = o.warmup + o.steps;
@@ -182,11 +194,14 @@ nlohmann::json run_ddp_bench(const DdpBenchOptions& in) {
   DdpBenchOptions o = in;
   if (o.source_dir.empty()) o.source_dir = default_source_dir();
   if (o.python.empty()) o.python = o.source_dir + "/.venv/bin/python";
+  GB_CHECK(o.model == "cnn" || o.model == "mobilenet_v3_small", InvalidArgument,
+           "bench ddp: unknown model '" << o.model << "'", "--model cnn or mobilenet_v3_small");
   GB_CHECK(o.nproc >= 2, InvalidArgument, "bench ddp needs --nproc 2 or more, got " << o.nproc, "use --nproc 2");
   GB_CHECK(o.samples >= o.batch_size * o.nproc, InvalidArgument,
            "--samples " << o.samples << " is less than one global batch (" << o.batch_size * o.nproc << ")",
            "raise --samples");
   double ddp = 0, single = 0, python = 0;
+  std::int64_t params = 0;
   ProgressBar bar(std::cerr, true, 0.0);
   bar.set_unit("runs");
   std::int64_t done = 0;
@@ -196,15 +211,19 @@ nlohmann::json run_ddp_bench(const DdpBenchOptions& in) {
     bar.update(done++, "glassbox ddp", 0.0);
     ddp = std::max(ddp, ddp_run(o));
     bar.update(done++, "glassbox one process", 0.0);
-    single = std::max(single, single_run(o));
+    const nlohmann::json one = single_run(o);
+    single = std::max(single, one.at("sps").get<double>());
+    params = one.at("params").get<std::int64_t>();
     if (!o.skip_python) {
       bar.update(done++, "python ddp", 0.0);
-      python = std::max(python, python_run(o));
+      python = std::max(python, python_run(o, params));
     }
   }
   bar.finish("");
   nlohmann::json j;
-  j["model"] = fmt::format("mobilenet_v3_small (torchvision's), {}, adamw", fmt::join(o.input, "x"));
+  j["model"] = o.model == "cnn" ? fmt::format("cnn (32-64-128, 2 convs per stage), {}, adamw", fmt::join(o.input, "x"))
+                                 : fmt::format("mobilenet_v3_small (torchvision's), {}, adamw", fmt::join(o.input, "x"));
+  j["params"] = params;
   j["nproc"] = o.nproc;
   j["threads_per_process"] = 1;
   j["batch_size_per_rank"] = o.batch_size;

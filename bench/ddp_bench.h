@@ -1,5 +1,6 @@
-// `glassbox bench ddp`: data-parallel training throughput on a compute-bound model
-// (torchvision's mobilenet_v3_small on synthetic 3x64x64 images, AdamW, cross-entropy), all
+// `glassbox bench ddp`: data-parallel training throughput on torchvision's mobilenet_v3_small
+// (synthetic 3x64x64 images) or the zoo's "cnn" (VGG-style: dense 3x3 convolutions with BatchNorm,
+// 32-64-128 channels, 0.55 M parameters; --input 3x32x32), with AdamW and cross-entropy, all
 // measured in one run with one intra-op thread per process:
 //   ddp_sps       the glassbox Trainer as N ranks (Gloo, c10d's Reducer), global samples/s
 //   single_sps    the same Trainer as one process
@@ -24,12 +25,13 @@
 namespace glassbox::bench {
 
 struct DdpBenchOptions {
+  std::string model = "mobilenet_v3_small";  // or "cnn"
   std::int64_t nproc = 2;
   std::int64_t batch_size = 32;  // per rank (the single process uses the same)
   std::int64_t steps = 40;       // measured optimiser steps per run
   std::int64_t warmup = 5;
   std::int64_t repeats = 3;
-  std::vector<std::int64_t> input{3, 64, 64};
+  std::vector<std::int64_t> input{3, 64, 64};  // 3x32x32 suits the cnn
   std::int64_t samples = 1024;  // the synthetic data set (every rank holds it; the sampler shards it)
   std::string python;           // default: <source>/.venv/bin/python
   std::string source_dir;       // default: compile-time source dir

@@ -40,7 +40,10 @@ void add_bench_ddp(CLI::App& bench) {
   CLI::App* ddp = bench.add_subcommand(
       "ddp",
       "Data-parallel training (Gloo): N ranks vs one process (scaling_efficiency) and vs PyTorch's DDP under "
-      "torchrun (vs_python_ddp), on mobilenet_v3_small");
+      "torchrun (vs_python_ddp), on mobilenet_v3_small or a VGG-style CNN");
+  ddp->add_option("--model", o->model, "cnn (dense 3x3 convolutions) or mobilenet_v3_small (depthwise)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cnn", "mobilenet_v3_small"}));
   ddp->add_option("--nproc", o->nproc, "ranks (one intra-op thread each)")
       ->capture_default_str()
       ->check(CLI::Range(2, 64));
@@ -62,7 +65,8 @@ void add_bench_ddp(CLI::App& bench) {
   ddp->add_flag("--worker", *worker)->group("");
   ddp->footer(
       "Examples:\n"
-      "  glassbox bench ddp --json            # about 5 minutes on 2 cores\n"
+      "  glassbox bench ddp --json            # about 4 minutes on 2 cores\n"
+      "  glassbox bench ddp --model cnn --input 3x32x32 --json\n"
       "  glassbox bench ddp --skip-python --steps 10 --repeats 1");
   ddp->callback([o, json, worker, input] {
     o->input = parse_dims(*input, "--input");
