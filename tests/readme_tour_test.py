@@ -66,7 +66,7 @@ def adapt(cmd: str) -> list[list[str]]:
         elif sub == "bench" and v[1:2] == ["train"]:
             v = v + ["--skip-python", "--steps", "40", "--repeats", "1", "--probe-pairs", "1", "--threads", "1"]
         elif sub == "bench" and v[1:2] == ["ddp"]:
-            v = v + ["--skip-python", "--steps", "2", "--warmup", "1", "--repeats", "1", "--input", "3x16x16",
+            v = v + ["--skip-python", "--steps", "2", "--warmup", "1", "--repeats", "1", "--input", "3x32x32",
                      "--samples", "128"]
         elif sub == "bench" and v[1:2] == ["serve"]:
             v = v + ["--models", "mlp", "--concurrency", "1", "--seconds", "1", "--warmup", "0.2", "--skip-python",
