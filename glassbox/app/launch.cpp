@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "glassbox/app/run.h"
 #include "glassbox/base/error.h"
 #include "glassbox/dist/job_store.h"
 
@@ -78,6 +79,26 @@ pid_t start_worker(const std::vector<std::string>& command, const std::vector<st
 }
 
 }  // namespace
+
+std::optional<dist::WorldInfo> data_parallel_world(const train::TrainerOptions& trainer) {
+  std::optional<dist::WorldInfo> world = dist::WorldInfo::from_env();
+  switch (trainer.strategy) {
+    case train::Strategy::kSingle:
+      GB_CHECK(!world || world->world_size == 1, InvalidArgument,
+               "trainer.strategy = \"single\", but this process was launched as " << world->describe(),
+               "set trainer.strategy = \"ddp\" (or \"auto\"), or launch one process");
+      return std::nullopt;
+    case train::Strategy::kAuto:
+      if (!world || world->world_size == 1) return std::nullopt;
+      return world;
+    case train::Strategy::kDdp:
+      if (world) return world;
+      world = dist::WorldInfo{};  // one rank: the data-parallel path on its own
+      world->master_port = 0;     // its store on a free port
+      return world;
+  }
+  return std::nullopt;
+}
 
 void validate(const LaunchOptions& o) {
   GB_CHECK(o.nproc >= 1 && o.nproc <= 1024, InvalidArgument, "--nproc must be between 1 and 1024, got " << o.nproc,

@@ -120,26 +120,6 @@ struct NullBuffer : std::streambuf {
 
 }  // namespace
 
-std::optional<dist::WorldInfo> data_parallel_world(const train::TrainerOptions& trainer) {
-  std::optional<dist::WorldInfo> world = dist::WorldInfo::from_env();
-  switch (trainer.strategy) {
-    case train::Strategy::kSingle:
-      GB_CHECK(!world || world->world_size == 1, InvalidArgument,
-               "trainer.strategy = \"single\", but this process was launched as " << world->describe(),
-               "set trainer.strategy = \"ddp\" (or \"auto\"), or launch one process");
-      return std::nullopt;
-    case train::Strategy::kAuto:
-      if (!world || world->world_size == 1) return std::nullopt;
-      return world;
-    case train::Strategy::kDdp:
-      if (world) return world;
-      world = dist::WorldInfo{};  // one rank: the data-parallel path on its own
-      world->master_port = 0;     // its store on a free port
-      return world;
-  }
-  return std::nullopt;
-}
-
 const std::vector<std::string>& resume_changeable_keys() {
   static const std::vector<std::string> keys = {
       "name",

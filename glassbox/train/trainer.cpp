@@ -11,27 +11,9 @@
 #include "glassbox/data/dataset.h"
 #include "glassbox/metrics/classification.h"
 #include "glassbox/metrics/running.h"
-#include "glassbox/nn/batchnorm.h"
 #include "glassbox/train/freeze.h"
 
 namespace glassbox::train {
-
-namespace {
-
-// SyncBatchNorm's collectives over the job's process group.
-class GroupStatsSync final : public nn::BatchStatsSync {
- public:
-  explicit GroupStatsSync(std::shared_ptr<dist::Group> group) : group_(std::move(group)) {}
-  void all_reduce_sum(at::Tensor& t) override {
-    std::vector<at::Tensor> v{t};
-    group_->all_reduce(v, dist::ReduceOp::kSum, "all-reduce of SyncBatchNorm's statistics");
-  }
-
- private:
-  std::shared_ptr<dist::Group> group_;
-};
-
-}  // namespace
 
 Trainer::Trainer(TrainerOptions options, OptimizerOptions optimizer, SchedulerOptions scheduler,
                  std::filesystem::path run_dir, std::shared_ptr<dist::Group> group)
@@ -55,57 +37,6 @@ void Trainer::add_callback(std::unique_ptr<Callback> callback) {
   } else {
     auto it = std::find_if(callbacks_.begin(), callbacks_.end(), [](const auto& c) { return c->is_checkpoint(); });
     callbacks_.insert(it, std::move(callback));
-  }
-}
-
-void Trainer::set_process_group(std::shared_ptr<dist::Group> group) {
-  group_ = std::move(group);
-  ddp_.reset();
-  // Rank 0 logs; the others keep their rows in memory only.
-  if (group_ && group_->rank() != 0) logger_ = MetricsLogger();
-}
-
-void Trainer::broadcast_model_state(bool parameters) {
-  if (ddp_) ddp_->broadcast_state(parameters, true);
-}
-
-std::int64_t Trainer::global_batch_size() const {
-  return (train_loader_ ? train_loader_->options().batch_size : 0) * world_size();
-}
-
-void Trainer::zero_grad() {
-  // Data-parallel: zeroed in place, so the gradients stay views into the Reducer's buckets.
-  optimizer_->zero_grad(/*set_to_none=*/ddp_ == nullptr);
-}
-
-void Trainer::build_data_parallel() {
-  ddp_.reset();
-  if (!group_) return;
-  std::vector<at::Tensor> params;
-  std::vector<std::string> names;
-  for (const auto& item : task_->module().named_parameters(true)) {
-    if (!item.value().requires_grad()) continue;
-    params.push_back(item.value());
-    names.push_back(item.key());
-  }
-  dist::DataParallelOptions o;
-  o.bucket_cap_mb = options_.ddp_bucket_cap_mb;
-  o.find_unused_parameters = options_.find_unused_parameters;
-  o.broadcast_buffers = options_.ddp_broadcast_buffers && !options_.sync_batchnorm;
-  ddp_ = std::make_unique<dist::DataParallel>(group_, task_->module(), std::move(params), std::move(names), o);
-}
-
-void Trainer::agree_on_stop() {
-  const std::int64_t mine = should_stop_ ? 1 + static_cast<std::int64_t>(stop_kind_) : 0;
-  const std::int64_t agreed = group_->max(mine, "agreement on stopping");
-  if (agreed == 0) return;
-  // Every rank adopts the same kind (the largest asked for): what happens after fit (a final
-  // checkpoint, the test) depends on it and is collective.
-  const auto kind = static_cast<StopKind>(agreed - 1);
-  if (!should_stop_ || stop_kind_ != kind) {
-    stop_reason_ = std::string("another rank stopped (") + stop_kind_name(kind) + ")";
-    stop_kind_ = kind;
-    should_stop_ = true;
   }
 }
 
@@ -194,8 +125,7 @@ void Trainer::setup(TaskModule& task, DataModule& data) {
            "training (the recomputed blocks hide their parameters from the search for unused ones)",
            "turn one of them off");
   // SyncBatchNorm: every BatchNorm layer normalises with the statistics of the global batch.
-  if (group_ && options_.sync_batchnorm)
-    nn::set_batchnorm_sync(task.module(), std::make_shared<GroupStatsSync>(group_));
+  if (group_ && options_.sync_batchnorm) sync_batchnorm();
   // Freezing: name patterns, a share of the parameters from the input side, the first blocks.
   freeze_ = apply_freeze(task.module(), options_, task.blocks());
   unfrozen_ = false;
@@ -603,119 +533,6 @@ void Trainer::optimizer_step() {
     scheduler_->step();
     apply_schedule();
   }
-}
-
-EvalResult Trainer::run_eval(const char* stage, const std::shared_ptr<const data::Dataset>& ds,
-                             std::int64_t limit_batches) {
-  auto& module = task_->module();
-  module.eval();
-  torch::NoGradGuard no_grad;
-  const data::LoaderOptions eo = data_->eval_loader_options();
-  at::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
-  std::int64_t seen = 0;
-  const bool test = std::string(stage) == "test";
-  const std::unique_ptr<EvalMetrics> metrics = task_->eval_metrics();
-  const auto step = [&](const data::Batch& batch) {
-    auto scope = precision_->autocast();
-    return test ? task_->test_step(batch) : task_->validation_step(batch);
-  };
-  if (!group_) {
-    data::Loader loader(ds, eo);
-    loader.start_epoch(0);
-    std::int64_t batches = 0;
-    while (auto b = loader.next()) {
-      if (limit_batches >= 0 && batches >= limit_batches) break;
-      data::Batch batch = to_device(std::move(*b));
-      const StepOutput out = step(batch);
-      const std::int64_t bsz = batch.size();
-      if (out.loss.defined()) loss_sum.add_(out.loss.detach().to(torch::kDouble) * static_cast<double>(bsz));
-      if (out.logits.defined() && out.logits.dim() == 2) metrics->update(out.logits, batch.targets);
-      seen += bsz;
-      ++batches;
-    }
-  } else {
-    // Exact evaluation: the evaluation batches are the one-process ones; batch b runs on rank
-    // b mod W, and every rank replays all of them in order from the gathered outputs (no sample
-    // twice, none padded), so losses and metrics come out as one process computes them.
-    const int world = group_->size(), rank = group_->rank();
-    // Every rank evaluates rank 0's model: its buffers (BatchNorm statistics, which each rank's
-    // training forward updated on its own) go to all ranks first.
-    if (!options_.sync_batchnorm) broadcast_model_state(/*parameters=*/false);
-    data::Loader whole(ds, eo);
-    std::int64_t total = whole.num_batches();
-    if (limit_batches >= 0) total = std::min(total, limit_batches);
-    const at::Tensor order = whole.epoch_order(0);
-    std::vector<std::int64_t> own;
-    std::vector<at::Tensor> picks;
-    for (std::int64_t b = rank; b < total; b += world) {
-      own.push_back(b);
-      picks.push_back(order.slice(0, b * eo.batch_size, std::min(ds->size(), (b + 1) * eo.batch_size)));
-    }
-    std::vector<at::Tensor> losses, logits, targets;
-    std::vector<std::int64_t> sizes;
-    bool has_logits = false;
-    if (!own.empty()) {
-      data::LoaderOptions so = eo;
-      so.shuffle = false;
-      so.drop_last = false;
-      data::Loader loader(std::make_shared<data::SubsetDataset>(ds, torch::cat(picks)), so);
-      loader.start_epoch(0);
-      while (auto b = loader.next()) {
-        data::Batch batch = to_device(std::move(*b));
-        const StepOutput out = step(batch);
-        const std::int64_t bsz = batch.size();
-        losses.push_back(out.loss.defined() ? (out.loss.detach().to(torch::kDouble) * static_cast<double>(bsz)).cpu()
-                                            : torch::zeros({}, torch::kDouble));
-        if (out.logits.defined() && out.logits.dim() == 2) {
-          has_logits = true;
-          logits.push_back(out.logits.detach());
-          targets.push_back(batch.targets.detach());
-        }
-        sizes.push_back(bsz);
-      }
-      GB_CHECK(sizes.size() == own.size(), Internal,
-               "rank " << rank << " evaluated " << sizes.size() << " batches instead of " << own.size(), "report this");
-    }
-    has_logits = group_->any(has_logits, "agreement on the evaluation outputs");
-    const at::Tensor ids = group_->all_gather_rows(torch::tensor(own, torch::kLong), "gather of the evaluation");
-    const at::Tensor all_sizes =
-        group_->all_gather_rows(torch::tensor(sizes, torch::kLong), "gather of the evaluation");
-    const at::Tensor all_losses = group_->all_gather_rows(
-        losses.empty() ? torch::empty({0}, torch::kDouble) : torch::stack(losses), "gather of the evaluation losses");
-    at::Tensor all_logits, all_targets;
-    if (has_logits) {
-      const auto cat = [&](const std::vector<at::Tensor>& v) {
-        return v.empty() ? torch::empty({0}, torch::TensorOptions().device(device_)) : torch::cat(v);
-      };
-      all_logits = group_->all_gather_rows(cat(logits), "gather of the evaluation outputs");
-      all_targets = group_->all_gather_rows(cat(targets), "gather of the evaluation targets");
-    }
-    const std::int64_t count = ids.size(0);
-    std::vector<std::int64_t> offset(static_cast<std::size_t>(count) + 1, 0);
-    for (std::int64_t j = 0; j < count; ++j)
-      offset[static_cast<std::size_t>(j) + 1] = offset[static_cast<std::size_t>(j)] + all_sizes[j].item<std::int64_t>();
-    const at::Tensor in_order = std::get<1>(ids.sort());
-    for (std::int64_t k = 0; k < count; ++k) {
-      const std::int64_t j = in_order[k].item<std::int64_t>();
-      const std::int64_t bsz = all_sizes[j].item<std::int64_t>();
-      loss_sum.add_(all_losses[j].to(device_));
-      if (has_logits && bsz > 0) {
-        const std::int64_t at = offset[static_cast<std::size_t>(j)];
-        metrics->update(all_logits.narrow(0, at, bsz), all_targets.narrow(0, at, bsz));
-      }
-      seen += bsz;
-    }
-  }
-  EvalResult r;
-  r.samples = seen;
-  if (seen > 0) r.loss = loss_sum.item<double>() / static_cast<double>(seen);
-  r.metrics = metrics->compute();
-  if (auto it = r.metrics.find("acc"); it != r.metrics.end()) {
-    r.accuracy = it->second;
-    r.has_accuracy = true;
-    r.metrics.erase(it);
-  }
-  return r;
 }
 
 void Trainer::run_validation() {

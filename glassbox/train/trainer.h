@@ -171,6 +171,7 @@ class Trainer {
   // Data-parallel: every rank adopts a stop any rank requested (at optimiser-step boundaries).
   void agree_on_stop();
   void build_data_parallel();
+  void sync_batchnorm();  // trainer.sync_batchnorm: the BatchNorm layers sum over the ranks
   void zero_grad();
   template <class F>
   void each_callback(F&& f);
