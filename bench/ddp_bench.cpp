@@ -144,10 +144,10 @@ double python_run(const DdpBenchOptions& o, std::int64_t params) {
       "--model {} --batch-size {} --steps {} --warmup {} --input {} --samples {}",
       o.python, o.nproc, o.source_dir, o.model, o.batch_size, o.steps, o.warmup, fmt::join(o.input, "x"), o.samples);
   const nlohmann::json r = run_json(cmd, "bench/ddp_python.py under torchrun");
-  GB_CHECK(r.at("params").get<std::int64_t>() == params, Internal,
-           "bench ddp: the Python model has " << r.at("params").get<std::int64_t>() << " parameters, glassbox's "
-                                              << params,
-           "bench/ddp_python.py must build the same architecture");
+  GB_CHECK(
+      r.at("params").get<std::int64_t>() == params, Internal,
+      "bench ddp: the Python model has " << r.at("params").get<std::int64_t>() << " parameters, glassbox's " << params,
+      "bench/ddp_python.py must build the same architecture");
   return r.at("sps").get<double>();
 }
 
@@ -222,7 +222,7 @@ nlohmann::json run_ddp_bench(const DdpBenchOptions& in) {
   bar.finish("");
   nlohmann::json j;
   j["model"] = o.model == "cnn" ? fmt::format("cnn (32-64-128, 2 convs per stage), {}, adamw", fmt::join(o.input, "x"))
-                                 : fmt::format("mobilenet_v3_small (torchvision's), {}, adamw", fmt::join(o.input, "x"));
+                                : fmt::format("mobilenet_v3_small (torchvision's), {}, adamw", fmt::join(o.input, "x"));
   j["params"] = params;
   j["nproc"] = o.nproc;
   j["threads_per_process"] = 1;

@@ -32,9 +32,9 @@ struct DdpBenchOptions {
   std::int64_t warmup = 5;
   std::int64_t repeats = 3;
   std::vector<std::int64_t> input{3, 64, 64};  // 3x32x32 suits the cnn
-  std::int64_t samples = 1024;  // the synthetic data set (every rank holds it; the sampler shards it)
-  std::string python;           // default: <source>/.venv/bin/python
-  std::string source_dir;       // default: compile-time source dir
+  std::int64_t samples = 1024;                 // the synthetic data set (every rank holds it; the sampler shards it)
+  std::string python;                          // default: <source>/.venv/bin/python
+  std::string source_dir;                      // default: compile-time source dir
   bool skip_python = false;
 };
 
