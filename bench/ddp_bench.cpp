@@ -1,7 +1,5 @@
 #include "bench/ddp_bench.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -69,18 +67,6 @@ class StepClock final : public train::Callback {
   std::int64_t warmup_;
 };
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 // Runs a shell command; returns the last JSON object rank 0 (or the process) printed.
 nlohmann::json run_json(const std::string& cmd, const std::string& what) {
   FILE* p = ::popen((cmd + " 2>/tmp/glassbox-bench-ddp-" + std::to_string(::getpid()) + ".err").c_str(), "r");
@@ -111,7 +97,7 @@ std::string worker_args(const DdpBenchOptions& o) {
 }
 
 double ddp_run(const DdpBenchOptions& o) {
-  const int port = free_port();
+  const int port = dist::free_local_port();
   std::string cmd;
   for (std::int64_t r = 0; r < o.nproc; ++r) {
     cmd += fmt::format(

@@ -1,3 +1,5 @@
+// The --nproc launcher (launch.h). Tested end to end through the CLI by tests/ddp/ddp_test.py
+// (faults, Ctrl-C, errors, two nodes in network namespaces).
 #include "glassbox/app/launch.h"
 
 #include <signal.h>

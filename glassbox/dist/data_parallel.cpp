@@ -1,3 +1,5 @@
+// DataParallel on c10d's Reducer (data_parallel.h). Tested with real ranks in dist_test.cpp
+// (Dist.*) and train/ddp_test.cpp.
 #include "glassbox/dist/data_parallel.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Group: rendezvous, collectives and failure diagnosis (group.h). Tested with real ranks in
+// dist_test.cpp (collectives, dead, stuck and missing ranks).
 #include "glassbox/dist/group.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,5 @@
+// JobStore (job_store.h): the launcher's side of the store. Tested through the launcher by
+// tests/ddp/ddp_test.py (faults, errors, multinode).
 #include "glassbox/dist/job_store.h"
 
 #include <cstdlib>

@@ -1,5 +1,6 @@
 // The NCCL backend (see backends.h): built against nccl.h of the nvidia-nccl wheel when the CMake
-// configuration found it (GB_HAVE_NCCL), otherwise a stub that says so.
+// configuration found it (GB_HAVE_NCCL), otherwise a stub that says so. Tested on a GPU by
+// train/cuda_test.cpp (Cuda.DataParallelOnNccl, label cuda).
 #include "glassbox/base/error.h"
 #include "glassbox/dist/backends.h"
 

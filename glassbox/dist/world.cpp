@@ -1,4 +1,9 @@
+// WorldInfo (world.h). Tested in dist_test.cpp (World.*).
 #include "glassbox/dist/world.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -57,6 +62,20 @@ std::optional<WorldInfo> WorldInfo::from_env() {
 std::string WorldInfo::describe() const {
   return "rank " + std::to_string(rank) + " of " + std::to_string(world_size) + " (node " + std::to_string(node_rank) +
          ", local rank " + std::to_string(local_rank) + ")";
+}
+
+int free_local_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  GB_CHECK(fd >= 0, Unavailable, "no socket for a free port", "check the process's file descriptor limit");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  ::close(fd);
+  GB_CHECK(ok, Unavailable, "no free TCP port on the loopback interface", "free some ports");
+  return ntohs(a.sin_port);
 }
 
 }  // namespace glassbox::dist

@@ -35,4 +35,8 @@ struct WorldInfo {
   std::string describe() const;  // "rank 1 of 2 (node 0, local rank 1)"
 };
 
+// A TCP port on the loopback interface that was free a moment ago (for a world of one, or tests
+// and benchmarks that start their own ranks).
+int free_local_port();
+
 }  // namespace glassbox::dist

@@ -1,3 +1,6 @@
+// SyncBatchNorm-capable BatchNorm layers (batchnorm.h). Tested across ranks against one process in
+// train/ddp_test.cpp (Ddp.SyncBatchNorm1d/2d) and through the CLI in tests/ddp (equivalence_syncbn);
+// without a synchroniser they are torch's layers (the zoo's torchvision reference tests).
 #include "glassbox/nn/batchnorm.h"
 
 #include <torch/torch.h>

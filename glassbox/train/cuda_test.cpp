@@ -1,9 +1,5 @@
 // CUDA tests (label "cuda"): skip themselves where no GPU is present. Run on a GPU machine with
 // `ctest --test-dir build -L cuda`.
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -85,16 +81,8 @@ TEST(Cuda, LoaderPinsBatchesForNonBlockingCopies) {
 TEST(Cuda, DataParallelOnNccl) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
   if (!dist::nccl_built()) GTEST_SKIP() << "this build has no NCCL";
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
   dist::WorldInfo world;
-  world.master_port = ntohs(a.sin_port);
+  world.master_port = dist::free_local_port();
   dist::GroupOptions go;
   go.timeout = std::chrono::seconds(120);
   go.device = c10::Device(c10::kCUDA, 0);

@@ -1,5 +1,6 @@
 // Trainer's data-parallel side: the process group, DataParallel (c10d's Reducer), SyncBatchNorm's
-// collectives, the agreement on stopping, and broadcasting rank 0's state.
+// collectives, the agreement on stopping, and broadcasting rank 0's state. Tested with real ranks
+// in ddp_test.cpp and through the CLI in tests/ddp/ddp_test.py.
 #include <torch/torch.h>
 
 #include "glassbox/nn/batchnorm.h"

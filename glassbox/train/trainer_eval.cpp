@@ -1,4 +1,5 @@
 // Trainer::run_eval: validation and test, in one process or as exact data-parallel evaluation.
+// Tested by trainer_test.cpp (one process) and ddp_test.cpp / tests/ddp (exact_eval) across ranks.
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
