@@ -2,12 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -52,20 +55,29 @@ class Synthetic final : public train::DataModule {
   data::LoaderOptions opts_;
 };
 
-// Marks the wall time when the warm-up ends and when the last step ends.
+// The wall time of each optimiser step after the warm-up.
 class StepClock final : public train::Callback {
  public:
   explicit StepClock(std::int64_t warmup) : warmup_(warmup) {}
   std::string name() const override { return "StepClock"; }
   void on_train_batch_end(train::Trainer& t, const train::StepOutput&, const data::Batch&) override {
-    if (t.global_step() == warmup_) start = Clock::now();
-    end = Clock::now();
+    const auto now = Clock::now();
+    if (t.global_step() > warmup_) seconds.push_back(std::chrono::duration<double>(now - last_).count());
+    last_ = now;
   }
-  Clock::time_point start, end;
+  std::vector<double> seconds;
 
  private:
   std::int64_t warmup_;
+  Clock::time_point last_;
 };
+
+double median(std::vector<double> v) {
+  GB_CHECK(!v.empty(), Internal, "bench ddp: no measurement", "raise --steps or --repeats");
+  std::sort(v.begin(), v.end());
+  const std::size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
 
 // Runs a shell command; returns the last JSON object rank 0 (or the process) printed.
 nlohmann::json run_json(const std::string& cmd, const std::string& what) {
@@ -169,9 +181,12 @@ nlohmann::json run_ddp_bench_worker(const DdpBenchOptions& o) {
   StepClock* c = clock.get();
   trainer.add_callback(std::move(clock));
   trainer.fit(task, data);
-  const double seconds = std::chrono::duration<double>(c->end - c->start).count();
   const int world = trainer.world_size();
-  return {{"sps", static_cast<double>(o.steps * o.batch_size * world) / seconds},
+  const auto global_batch = static_cast<double>(o.batch_size * world);
+  double total = 0;
+  for (double x : c->seconds) total += x;
+  return {{"sps", global_batch / median(c->seconds)},
+          {"sps_mean", global_batch * static_cast<double>(c->seconds.size()) / total},
           {"world_size", world},
           {"params", nn::count_parameters(task.module(), false)}};
 }
@@ -186,26 +201,34 @@ nlohmann::json run_ddp_bench(const DdpBenchOptions& in) {
   GB_CHECK(o.samples >= o.batch_size * o.nproc, InvalidArgument,
            "--samples " << o.samples << " is less than one global batch (" << o.batch_size * o.nproc << ")",
            "raise --samples");
-  double ddp = 0, single = 0, python = 0;
+  std::vector<double> ddp, single, python, scaling, vs_python;
   std::int64_t params = 0;
   ProgressBar bar(std::cerr, true, 0.0);
   bar.set_unit("runs");
   std::int64_t done = 0;
   bar.start("bench ddp", o.repeats * (o.skip_python ? 2 : 3));
   for (std::int64_t r = 0; r < o.repeats; ++r) {
-    // Interleaved, so that machine noise hits every figure alike.
+    // Interleaved, and each ratio taken within one round: a slow spell of the machine falls on
+    // both sides of a ratio, and the median round leaves such spells out.
     bar.update(done++, "glassbox ddp", 0.0);
-    ddp = std::max(ddp, ddp_run(o));
+    ddp.push_back(ddp_run(o));
     bar.update(done++, "glassbox one process", 0.0);
     const nlohmann::json one = single_run(o);
-    single = std::max(single, one.at("sps").get<double>());
+    single.push_back(one.at("sps").get<double>());
     params = one.at("params").get<std::int64_t>();
+    scaling.push_back(ddp.back() / (static_cast<double>(o.nproc) * single.back()));
     if (!o.skip_python) {
       bar.update(done++, "python ddp", 0.0);
-      python = std::max(python, python_run(o, params));
+      python.push_back(python_run(o, params));
+      vs_python.push_back(ddp.back() / python.back());
     }
   }
   bar.finish("");
+  const auto rounded = [](const std::vector<double>& v) {
+    nlohmann::json out = nlohmann::json::array();
+    for (double x : v) out.push_back(std::round(x * 1000.0) / 1000.0);
+    return out;
+  };
   nlohmann::json j;
   j["model"] = o.model == "cnn" ? fmt::format("cnn (32-64-128, 2 convs per stage), {}, adamw", fmt::join(o.input, "x"))
                                 : fmt::format("mobilenet_v3_small (torchvision's), {}, adamw", fmt::join(o.input, "x"));
@@ -217,11 +240,13 @@ nlohmann::json run_ddp_bench(const DdpBenchOptions& in) {
   j["warmup"] = o.warmup;
   j["repeats"] = o.repeats;
   j["backend"] = "gloo";
-  j["ddp_sps"] = ddp;
-  j["single_sps"] = single;
-  j["scaling_efficiency"] = ddp / (static_cast<double>(o.nproc) * single);
-  j["python_ddp_sps"] = python > 0 ? nlohmann::json(python) : nlohmann::json(nullptr);
-  j["vs_python_ddp"] = python > 0 ? nlohmann::json(ddp / python) : nlohmann::json(nullptr);
+  j["ddp_sps"] = median(ddp);
+  j["single_sps"] = median(single);
+  j["python_ddp_sps"] = python.empty() ? nlohmann::json(nullptr) : nlohmann::json(median(python));
+  j["scaling_efficiency"] = median(scaling);
+  j["vs_python_ddp"] = vs_python.empty() ? nlohmann::json(nullptr) : nlohmann::json(median(vs_python));
+  j["scaling_efficiency_runs"] = rounded(scaling);
+  j["vs_python_ddp_runs"] = rounded(vs_python);
   return j;
 }
 

@@ -7,8 +7,11 @@
 //   python_ddp_sps  PyTorch's DistributedDataParallel under torchrun (Gloo, AdamW(fused=True)),
 //                   the same model, batch and data (bench/ddp_python.py)
 // and the ratios scaling_efficiency = ddp_sps / (N x single_sps), vs_python_ddp = ddp_sps /
-// python_ddp_sps. Each figure is the best of `repeats` runs, interleaved; a run measures the
-// steps after `warmup` steps (the Reducer rebuilds its buckets after the first).
+// python_ddp_sps. A run times each step after `warmup` steps (the Reducer rebuilds its buckets
+// after the first) and reports the global batch over the median step time ("sps"; "sps_mean" over
+// the total); a shared machine's stalls hit single steps, and the median leaves them out. The
+// runs are interleaved in `repeats` rounds; each ratio is taken within a round and the median
+// round's is reported, with every round's in scaling_efficiency_runs and vs_python_ddp_runs.
 //
 //   DdpBenchOptions o; nlohmann::json r = run_ddp_bench(o);   // r["scaling_efficiency"], ...
 //
@@ -30,7 +33,7 @@ struct DdpBenchOptions {
   std::int64_t batch_size = 32;  // per rank (the single process uses the same)
   std::int64_t steps = 40;       // measured optimiser steps per run
   std::int64_t warmup = 5;
-  std::int64_t repeats = 3;
+  std::int64_t repeats = 5;
   std::vector<std::int64_t> input{3, 64, 64};  // 3x32x32 suits the cnn
   std::int64_t samples = 1024;                 // the synthetic data set (every rank holds it; the sampler shards it)
   std::string python;                          // default: <source>/.venv/bin/python

