@@ -104,8 +104,9 @@ nlohmann::json run_json(const std::string& cmd, const std::string& what) {
 std::string self_exe() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
 
 std::string worker_args(const DdpBenchOptions& o) {
-  return fmt::format("bench ddp --worker --model {} --batch-size {} --steps {} --warmup {} --input {} --samples {}",
-                     o.model, o.batch_size, o.steps, o.warmup, fmt::join(o.input, "x"), o.samples);
+  return fmt::format("bench ddp --worker --model {} --batch-size {} --steps {} --warmup {} --input {} --samples {}{}",
+                     o.model, o.batch_size, o.steps, o.warmup, fmt::join(o.input, "x"), o.samples,
+                     o.gloo ? " --gloo" : "");
 }
 
 double ddp_run(const DdpBenchOptions& o) {
@@ -172,6 +173,7 @@ nlohmann::json run_ddp_bench_worker(const DdpBenchOptions& o) {
   t.enable_checkpointing = false;
   t.device = "cpu";
   t.num_threads = 1;
+  t.ddp_shared_memory = !o.gloo;
   train::OptimizerOptions adamw;
   adamw.name = train::OptimizerKind::kAdamW;
   adamw.lr = 1e-3;
@@ -201,17 +203,21 @@ nlohmann::json run_ddp_bench(const DdpBenchOptions& in) {
   GB_CHECK(o.samples >= o.batch_size * o.nproc, InvalidArgument,
            "--samples " << o.samples << " is less than one global batch (" << o.batch_size * o.nproc << ")",
            "raise --samples");
-  std::vector<double> ddp, single, python, scaling, vs_python;
+  std::vector<double> ddp, ddp_gloo, single, python, scaling, vs_python;
   std::int64_t params = 0;
   ProgressBar bar(std::cerr, true, 0.0);
   bar.set_unit("runs");
   std::int64_t done = 0;
-  bar.start("bench ddp", o.repeats * (o.skip_python ? 2 : 3));
+  bar.start("bench ddp", o.repeats * (o.skip_python ? 3 : 4));
   for (std::int64_t r = 0; r < o.repeats; ++r) {
     // Interleaved, and each ratio taken within one round: a slow spell of the machine falls on
     // both sides of a ratio, and the median round leaves such spells out.
     bar.update(done++, "glassbox ddp", 0.0);
     ddp.push_back(ddp_run(o));
+    bar.update(done++, "glassbox ddp over gloo", 0.0);
+    DdpBenchOptions over_gloo = o;
+    over_gloo.gloo = true;
+    ddp_gloo.push_back(ddp_run(over_gloo));
     bar.update(done++, "glassbox one process", 0.0);
     const nlohmann::json one = single_run(o);
     single.push_back(one.at("sps").get<double>());
@@ -240,7 +246,9 @@ nlohmann::json run_ddp_bench(const DdpBenchOptions& in) {
   j["warmup"] = o.warmup;
   j["repeats"] = o.repeats;
   j["backend"] = "gloo";
+  j["gradient_transport"] = "shared memory";
   j["ddp_sps"] = median(ddp);
+  j["ddp_gloo_sps"] = median(ddp_gloo);
   j["single_sps"] = median(single);
   j["python_ddp_sps"] = python.empty() ? nlohmann::json(nullptr) : nlohmann::json(median(python));
   j["scaling_efficiency"] = median(scaling);

@@ -2,7 +2,9 @@
 // (synthetic 3x64x64 images) or the zoo's "cnn" (VGG-style: dense 3x3 convolutions with BatchNorm,
 // 32-64-128 channels, 0.55 M parameters; --input 3x32x32), with AdamW and cross-entropy, all
 // measured in one run with one intra-op thread per process:
-//   ddp_sps       the glassbox Trainer as N ranks (Gloo, c10d's Reducer), global samples/s
+//   ddp_sps       the glassbox Trainer as N ranks (c10d's Reducer; gradients averaged through shared
+//                 memory, the default on one machine), global samples/s
+//   ddp_gloo_sps  the same with the gradients over Gloo's TCP (trainer.ddp_shared_memory = false)
 //   single_sps    the same Trainer as one process
 //   python_ddp_sps  PyTorch's DistributedDataParallel under torchrun (Gloo, AdamW(fused=True)),
 //                   the same model, batch and data (bench/ddp_python.py)
@@ -39,6 +41,7 @@ struct DdpBenchOptions {
   std::string python;                          // default: <source>/.venv/bin/python
   std::string source_dir;                      // default: compile-time source dir
   bool skip_python = false;
+  bool gloo = false;  // worker: average the gradients over Gloo even on one machine (ddp_gloo_sps)
 };
 
 nlohmann::json run_ddp_bench(const DdpBenchOptions& options);

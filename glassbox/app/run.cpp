@@ -134,6 +134,7 @@ const std::vector<std::string>& resume_changeable_keys() {
       "trainer.enable_model_summary",
       "trainer.strategy",
       "trainer.ddp_timeout",
+      "trainer.ddp_shared_memory",
       "early_stopping.*",
       "checkpoint.save_top_k",
       "checkpoint.save_last",

@@ -65,6 +65,7 @@ void add_bench_ddp(CLI::App& bench) {
   ddp->add_flag("--json", *json, "print one JSON object (progress goes to stderr)");
   // One rank of a measurement (started by the benchmark itself).
   ddp->add_flag("--worker", *worker)->group("");
+  ddp->add_flag("--gloo", o->gloo)->group("");
   ddp->footer(
       "Examples:\n"
       "  glassbox bench ddp --json            # about 4 minutes on 2 cores\n"

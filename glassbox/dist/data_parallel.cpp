@@ -19,6 +19,21 @@ namespace {
 
 constexpr std::int64_t kFirstBucketBytes = 1024 * 1024;  // c10d's _DEFAULT_FIRST_BUCKET_BYTES
 constexpr std::size_t kBroadcastBytes = 250 * 1024 * 1024;
+constexpr std::size_t kShmChunkBytes = 4 * 1024 * 1024;  // per rank, plus one for the result
+
+// The Reducer's comm hook: the bucket averaged in place through shared memory, on the exchange's
+// helper thread; backward goes on meanwhile, and the Reducer waits for the future at its end.
+class SharedMemoryHook final : public c10d::CommHookInterface {
+ public:
+  explicit SharedMemoryHook(SharedMemoryReduce& shm) : shm_(shm) {}
+  c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
+    return shm_.all_reduce_mean_async(bucket.getBufferRef());
+  }
+  at::Tensor parseHookResult(const c10::IValue& result) override { return result.toTensor(); }
+
+ private:
+  SharedMemoryReduce& shm_;
+};
 
 // "Parameter indices which did not receive grad for rank 0: 2 3" -> {2, 3}.
 std::vector<std::size_t> unused_indices(const std::string& message) {
@@ -79,7 +94,14 @@ DataParallel::DataParallel(std::shared_ptr<Group> group, torch::nn::Module& modu
                                              std::move(param_names), kFirstBucketBytes,
                                              /*skip_all_reduce_unused_params=*/false,
                                              /*use_python_reducer=*/false);
+  // Collective: every rank takes the same branch (the same options and device).
+  if (options_.shared_memory && group_->device().is_cpu()) {
+    shm_ = SharedMemoryReduce::create(group_, kShmChunkBytes);
+    if (shm_) reducer_->register_comm_hook(std::make_unique<SharedMemoryHook>(*shm_));
+  }
 }
+
+std::string DataParallel::transport() const { return shm_ ? "shared memory" : group_->backend_name(); }
 
 DataParallel::~DataParallel() = default;
 

@@ -3,7 +3,8 @@
 // averaged over the ranks in buckets (25 MiB, the first 1 MiB) whose all-reduce overlaps the
 // backward pass, buckets rebuilt after the first step in the order the gradients became ready,
 // gradients kept as views into the buckets, and buffers (BatchNorm statistics) re-broadcast from
-// rank 0 before every forward.
+// rank 0 before every forward. CPU ranks on one machine exchange the gradients through shared
+// memory (a comm hook on the Reducer), others through the group's backend.
 //
 //   DataParallel ddp(group, module, trainable, {});       // every rank, same model
 //   ddp.before_forward(/*sync=*/true);                     // false inside gradient accumulation
@@ -25,6 +26,7 @@
 #include <torch/nn/module.h>
 
 #include "glassbox/dist/group.h"
+#include "glassbox/dist/shm_reduce.h"
 
 namespace c10d {
 class Reducer;
@@ -37,6 +39,9 @@ struct DataParallelOptions {
   bool find_unused_parameters = false;
   bool gradient_as_bucket_view = true;
   bool broadcast_buffers = true;  // false e.g. under SyncBatchNorm, whose statistics agree already
+  // CPU ranks on one machine average their gradients through shared memory (shm_reduce.h)
+  // rather than Gloo over loopback TCP; Gloo where that is not possible.
+  bool shared_memory = true;
 };
 
 class DataParallel {
@@ -55,6 +60,8 @@ class DataParallel {
   void broadcast_state(bool params, bool buffers);
   const std::vector<std::string>& names() const { return names_; }
   std::int64_t num_buckets() const { return buckets_; }
+  // "shared memory" or the group's backend ("gloo", "nccl"): what averages the gradients.
+  std::string transport() const;
 
  private:
   std::shared_ptr<Group> group_;
@@ -62,6 +69,7 @@ class DataParallel {
   std::vector<at::Tensor> params_;
   std::vector<std::string> names_;
   DataParallelOptions options_;
+  std::unique_ptr<SharedMemoryReduce> shm_;  // before reducer_: the Reducer's hook uses it
   std::unique_ptr<c10d::Reducer> reducer_;
   bool syncing_ = false;
   std::int64_t steps_ = 0;

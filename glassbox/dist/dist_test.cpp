@@ -16,6 +16,7 @@
 #include "glassbox/base/error.h"
 #include "glassbox/dist/data_parallel.h"
 #include "glassbox/dist/group.h"
+#include "glassbox/dist/shm_reduce.h"
 #include "glassbox/dist/world.h"
 #include "glassbox/testing/testing.h"
 
@@ -104,9 +105,9 @@ std::pair<std::vector<at::Tensor>, std::vector<std::string>> trainable(torch::nn
   return {p, n};
 }
 
-TEST(DistWorker, GradientsMatchOneProcess) {
-  WORKER_ONLY();
-  auto g = join();
+// 20 SGD steps of two ranks on halves of each batch against one process on the whole batch, with
+// the gradients averaged through shared memory and through Gloo.
+std::vector<at::Tensor> gradients_match_one_process(const std::shared_ptr<Group>& g, bool shared_memory) {
   const int r = g->rank();
   torch::manual_seed(100 + static_cast<std::uint64_t>(r));  // different initial weights: rank 0's must win
   auto net = std::make_shared<Net>(false);
@@ -120,7 +121,10 @@ TEST(DistWorker, GradientsMatchOneProcess) {
     for (std::size_t i = 0; i < ref->parameters().size(); ++i) ref->parameters()[i].copy_(rank0->parameters()[i]);
   }
   auto [params, names] = trainable(*net);
-  DataParallel ddp(g, *net, params, names, {});
+  DataParallelOptions o;
+  o.shared_memory = shared_memory;
+  DataParallel ddp(g, *net, params, names, o);
+  EXPECT_EQ(ddp.transport(), shared_memory ? "shared memory" : "gloo");
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   torch::optim::SGD ref_opt(ref->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   torch::manual_seed(7);
@@ -129,8 +133,7 @@ TEST(DistWorker, GradientsMatchOneProcess) {
     at::Tensor y = torch::randint(0, 3, {32}, torch::kLong);
     // This rank's half: samples r, r+2, r+4, ... (DistributedSampler's interleaving).
     at::Tensor idx = torch::arange(r, 32, 2, torch::kLong);
-    for (auto& p : net->parameters())
-      if (p.grad().defined()) p.grad().zero_();
+    for (auto& p : net->parameters()) p.mutable_grad().reset();  // set to none, as the Trainer does
     ddp.before_forward(true);
     at::Tensor loss = torch::cross_entropy_loss(net->forward(x.index_select(0, idx)), y.index_select(0, idx));
     ddp.before_backward({loss});
@@ -143,11 +146,21 @@ TEST(DistWorker, GradientsMatchOneProcess) {
   }
   for (std::size_t i = 0; i < params.size(); ++i) {
     const double diff = (params[i] - ref->parameters()[i]).abs().max().item<double>();
-    EXPECT_LT(diff, 1e-6) << names[i];
+    EXPECT_LT(diff, 1e-6) << names[i] << (shared_memory ? " (shared memory)" : " (gloo)");
     // Bit-identical across ranks.
     at::Tensor both = g->all_gather_rows(params[i].detach().reshape({1, -1}).contiguous());
     EXPECT_TRUE(both[0].equal(both[1])) << names[i];
   }
+  return params;
+}
+
+TEST(DistWorker, GradientsMatchOneProcess) {
+  WORKER_ONLY();
+  auto g = join();
+  const auto shm = gradients_match_one_process(g, true);
+  const auto gloo = gradients_match_one_process(g, false);
+  // Two ranks: a/2 + b/2 either way, so the two transports give the same bits.
+  for (std::size_t i = 0; i < shm.size(); ++i) EXPECT_TRUE(shm[i].equal(gloo[i])) << i;
 }
 
 TEST(Dist, GradientsMatchOneProcess) { expect_all_ok(spawn("GradientsMatchOneProcess", 2)); }
@@ -194,6 +207,101 @@ TEST(DistWorker, FindUnusedParameters) {
 }
 
 TEST(Dist, FindUnusedParameters) { expect_all_ok(spawn("FindUnusedParameters", 2)); }
+
+// --- shared memory ------------------------------------------------------------------------------
+
+// Rank r's tensor: the same on every rank that builds it (each rank builds every rank's).
+at::Tensor rank_tensor(int r, std::int64_t n, torch::Dtype dtype) {
+  torch::manual_seed(1000 + static_cast<std::uint64_t>(r));
+  return torch::randn({n}, torch::kDouble).mul(1000).to(dtype);
+}
+
+TEST(DistWorker, SharedMemoryReduce) {
+  WORKER_ONLY();
+  auto g = join();
+  const int n = g->size();
+  // 4 KiB chunks: several chunks per tensor, a last one that is partial and not divisible by n.
+  auto shm = SharedMemoryReduce::create(g, 4096);
+  ASSERT_TRUE(shm != nullptr);
+  for (auto [numel, dtype] : {std::pair<std::int64_t, torch::Dtype>{5003, torch::kFloat},
+                              {777, torch::kDouble},
+                              {1, torch::kFloat},
+                              {0, torch::kFloat}}) {
+    at::Tensor mine = rank_tensor(g->rank(), numel, dtype);
+    shm->all_reduce_mean(mine);
+    // The documented arithmetic: each rank's tensor times 1/n, summed in rank order.
+    const at::Tensor scale = torch::scalar_tensor(1.0 / n, torch::kDouble);
+    at::Tensor expected = rank_tensor(0, numel, dtype).mul(scale);
+    for (int r = 1; r < n; ++r) expected.add_(rank_tensor(r, numel, dtype).mul(scale));
+    EXPECT_TRUE(mine.equal(expected)) << numel << " elements: largest difference "
+                                      << (numel ? (mine - expected).abs().max().item<double>() : 0.0);
+  }
+  // Asynchronous, two in flight at once (as the Reducer's buckets are): the same bits.
+  at::Tensor a = rank_tensor(g->rank(), 3001, torch::kFloat), b = rank_tensor(g->rank() + 10, 2000, torch::kFloat);
+  auto fa = shm->all_reduce_mean_async(a);
+  auto fb = shm->all_reduce_mean_async(b);
+  fb->wait();
+  fa->wait();
+  ASSERT_FALSE(fa->hasError());
+  ASSERT_FALSE(fb->hasError());
+  const at::Tensor scale = torch::scalar_tensor(1.0 / n, torch::kDouble);
+  at::Tensor ea = rank_tensor(0, 3001, torch::kFloat).mul(scale), eb = rank_tensor(10, 2000, torch::kFloat).mul(scale);
+  for (int r = 1; r < n; ++r) {
+    ea.add_(rank_tensor(r, 3001, torch::kFloat).mul(scale));
+    eb.add_(rank_tensor(r + 10, 2000, torch::kFloat).mul(scale));
+  }
+  EXPECT_TRUE(fa->value().toTensor().equal(ea));
+  EXPECT_TRUE(b.equal(eb));  // in place
+}
+
+TEST(Dist, SharedMemoryReduce) { expect_all_ok(spawn("SharedMemoryReduce", 3)); }
+
+TEST(DistWorker, SharedMemoryReduceNamesDeadRank) {
+  WORKER_ONLY();
+  auto g = join(std::chrono::seconds(20));
+  auto shm = SharedMemoryReduce::create(g, 4096);
+  ASSERT_TRUE(shm != nullptr);
+  at::Tensor t = torch::ones({3000});
+  shm->all_reduce_mean(t);
+  if (g->rank() == 1) ::raise(SIGKILL);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    // Asynchronously, as the Reducer's hook does: the error arrives through the future.
+    for (int i = 0; i < 100; ++i) {
+      auto done = shm->all_reduce_mean_async(t);
+      done->wait();
+      done->value();  // rethrows the exchange's error
+    }
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << m;
+    EXPECT_NE(m.find("rank 1 is gone"), std::string::npos) << m;
+    EXPECT_NE(m.find("all-reduce of the gradients"), std::string::npos) << m;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  std::_Exit(::testing::Test::HasFailure() ? 1 : 0);
+}
+
+TEST(Dist, SharedMemoryReduceNamesDeadRank) {
+  const auto r = spawn("SharedMemoryReduceNamesDeadRank", 2);
+  EXPECT_EQ(r[0].rc, 0) << r[0].output;
+  EXPECT_NE(r[1].rc, 0);
+}
+
+// The segment's name is gone from /dev/shm once every rank has mapped it.
+TEST(DistWorker, SharedMemoryLeavesNoFile) {
+  WORKER_ONLY();
+  auto g = join();
+  auto shm = SharedMemoryReduce::create(g, 4096);
+  ASSERT_TRUE(shm != nullptr);
+  g->barrier();
+  for (const auto& e : fs::directory_iterator("/dev/shm"))
+    EXPECT_EQ(e.path().filename().string().find("glassbox-reduce-" + std::to_string(::getpid())), std::string::npos)
+        << e.path();
+}
+
+TEST(Dist, SharedMemoryLeavesNoFile) { expect_all_ok(spawn("SharedMemoryLeavesNoFile", 2)); }
 
 // --- faults ----------------------------------------------------------------------------------------
 

@@ -62,6 +62,7 @@ void Trainer::build_data_parallel() {
   o.bucket_cap_mb = options_.ddp_bucket_cap_mb;
   o.find_unused_parameters = options_.find_unused_parameters;
   o.broadcast_buffers = options_.ddp_broadcast_buffers && !options_.sync_batchnorm;
+  o.shared_memory = options_.ddp_shared_memory;
   ddp_ = std::make_unique<dist::DataParallel>(group_, task_->module(), std::move(params), std::move(names), o);
 }
 

@@ -62,6 +62,9 @@ void TrainerOptions::visit(FieldVisitor& v) {
   v.field("ddp_broadcast_buffers", ddp_broadcast_buffers,
           "data-parallel: send rank 0's buffers (BatchNorm running statistics) to every rank before each forward");
   v.field("ddp_bucket_cap_mb", ddp_bucket_cap_mb, "data-parallel: gradient bucket size in MiB (the first is 1 MiB)");
+  v.field("ddp_shared_memory", ddp_shared_memory,
+          "data-parallel: CPU ranks on one machine average their gradients through shared memory (false: Gloo's "
+          "TCP)");
   v.field("ddp_timeout", ddp_timeout,
           "data-parallel: seconds a rank waits for the others (rendezvous, collectives) before all stop");
   v.field("detect_anomaly", detect_anomaly, "LibTorch's autograd anomaly mode (slow; names the op producing NaN)");

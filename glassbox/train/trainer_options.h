@@ -87,6 +87,7 @@ struct TrainerOptions {
   bool find_unused_parameters = false;  // parameters without a gradient in a step are allowed
   bool ddp_broadcast_buffers = true;    // rank 0's buffers (BatchNorm statistics) sent before each forward
   double ddp_bucket_cap_mb = 25.0;      // gradient bucket size (the first bucket: 1 MiB)
+  bool ddp_shared_memory = true;        // CPU ranks on one machine average gradients in shared memory
   double ddp_timeout = 1800.0;          // seconds a rank may wait for another (rendezvous, collectives)
 
   void visit(FieldVisitor& v);
