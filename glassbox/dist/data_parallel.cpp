@@ -95,7 +95,10 @@ DataParallel::DataParallel(std::shared_ptr<Group> group, torch::nn::Module& modu
                                              /*skip_all_reduce_unused_params=*/false,
                                              /*use_python_reducer=*/false);
   // Collective: every rank takes the same branch (the same options and device).
-  if (options_.shared_memory && group_->device().is_cpu()) {
+  const bool plain_cpu = std::all_of(params_.begin(), params_.end(), [](const at::Tensor& p) {
+    return p.device().is_cpu() && at::isFloatingType(p.scalar_type()) && !p.is_sparse();
+  });
+  if (options_.shared_memory && group_->device().is_cpu() && plain_cpu) {
     shm_ = SharedMemoryReduce::create(group_, kShmChunkBytes);
     if (shm_) reducer_->register_comm_hook(std::make_unique<SharedMemoryHook>(*shm_));
   }

@@ -289,6 +289,27 @@ TEST(Dist, SharedMemoryReduceNamesDeadRank) {
   EXPECT_NE(r[1].rc, 0);
 }
 
+// Ranks that exchange different sizes get an error naming the rank, not a mixed average.
+TEST(DistWorker, SharedMemoryReduceRejectsMismatch) {
+  WORKER_ONLY();
+  auto g = join(std::chrono::seconds(20));
+  auto shm = SharedMemoryReduce::create(g, 4096);
+  ASSERT_TRUE(shm != nullptr);
+  at::Tensor t = torch::ones({g->rank() == 0 ? 100 : 101});
+  try {
+    shm->all_reduce_mean(t);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(g->rank() == 0 ? "rank 1 exchanged 101 elements" : "rank 0 exchanged 100 elements"),
+              std::string::npos)
+        << m;
+  }
+  std::_Exit(::testing::Test::HasFailure() ? 1 : 0);
+}
+
+TEST(Dist, SharedMemoryReduceRejectsMismatch) { expect_all_ok(spawn("SharedMemoryReduceRejectsMismatch", 2)); }
+
 // The segment's name is gone from /dev/shm once every rank has mapped it.
 TEST(DistWorker, SharedMemoryLeavesNoFile) {
   WORKER_ONLY();
@@ -296,9 +317,14 @@ TEST(DistWorker, SharedMemoryLeavesNoFile) {
   auto shm = SharedMemoryReduce::create(g, 4096);
   ASSERT_TRUE(shm != nullptr);
   g->barrier();
+  // The segment is named after rank 0's process.
+  const at::Tensor pids = g->all_gather_rows(torch::full({1, 1}, static_cast<std::int64_t>(::getpid()), torch::kLong));
+  const std::string prefix = "glassbox-reduce-" + std::to_string(pids[0][0].item<std::int64_t>()) + "-";
   for (const auto& e : fs::directory_iterator("/dev/shm"))
-    EXPECT_EQ(e.path().filename().string().find("glassbox-reduce-" + std::to_string(::getpid())), std::string::npos)
-        << e.path();
+    EXPECT_EQ(e.path().filename().string().rfind(prefix, 0), std::string::npos) << e.path();
+  at::Tensor t = torch::ones({10});
+  shm->all_reduce_mean(t);  // still works without the name
+  EXPECT_TRUE(t.equal(torch::ones({10})));
 }
 
 TEST(Dist, SharedMemoryLeavesNoFile) { expect_all_ok(spawn("SharedMemoryLeavesNoFile", 2)); }

@@ -70,6 +70,7 @@ class SharedMemoryReduce {
   std::size_t chunk_bytes_ = 0;
   std::vector<std::int64_t> pids_;  // of every rank
   std::uint32_t generation_ = 0;    // barriers passed (modulo 2^32)
+  std::uint64_t calls_ = 0;         // exchanges made
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Job> queue_;
