@@ -91,6 +91,8 @@ DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const 
     detail::run_instrumented(task, data, config, options, d, r, log);
     detail::run_findings(d, r, config, report.findings);
   }
+  detail::skipped_findings(d.skipped, report.findings);
+  detail::skipped_findings(r.skipped, report.findings);
   // A cause in the inputs explains trouble downstream: raise it when the run shows that trouble.
   const bool trouble = std::any_of(report.findings.begin(), report.findings.end(), [](const Finding& f) {
     return f.id == "nonfinite-activation" || f.id == "exploding-gradients" || f.id == "lr-too-high" ||
@@ -134,7 +136,10 @@ DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const 
   // One finding per id (the most confident), unless they name different places.
   std::vector<Finding> kept;
   for (auto& f : report.findings) {
-    auto it = std::find_if(kept.begin(), kept.end(), [&](const Finding& k) { return k.id == f.id; });
+    // (Each check that could not run is its own note.)
+    auto it = std::find_if(kept.begin(), kept.end(), [&](const Finding& k) {
+      return k.id == f.id && (f.id != "check-not-run" || k.where == f.where);
+    });
     if (it == kept.end()) {
       kept.push_back(f);
     } else if (severity_rank(f.severity) < severity_rank(it->severity) ||

@@ -141,6 +141,26 @@ std::vector<std::uint64_t> sample_hashes(const at::Tensor& xin) {
   return out;
 }
 
+std::string first_line_of(const std::string& message) { return message.substr(0, message.find('\n')); }
+
+void skipped_findings(const std::vector<SkippedCheck>& skipped, std::vector<Finding>& out) {
+  static const std::map<std::string, std::string> what = {
+      {"model-output", "the model's output on a first training batch (its width, whether it is already probabilities)"},
+      {"failing-layer", "naming the layer that failed, by replaying the failing batch"},
+      {"batchnorm-statistics", "comparing BatchNorm's running statistics with batch statistics on training samples"},
+  };
+  for (const auto& s : skipped) {
+    const auto it = what.find(s.check);
+    Finding f{"check-not-run", "info", 0.3, {{"check", s.check}}, "", ""};
+    f.evidence =
+        fmt::format("the check {} could not run: {}", it == what.end() ? s.check : "of " + it->second, s.reason);
+    f.fix =
+        "the findings above do not rest on it; fix the error it names (often the same as the run's) and run the "
+        "doctor again";
+    out.push_back(f);
+  }
+}
+
 std::string fmt_samples(const std::vector<std::int64_t>& s, std::size_t max) {
   std::string out;
   for (std::size_t i = 0; i < s.size() && i < max; ++i) out += (i ? ", " : "") + std::to_string(s[i]);
@@ -190,8 +210,9 @@ void gather_data_facts(train::TaskModule& task, train::DataModule& data, const D
                                       (l >= 0).all().item<bool>() && (l <= 1).all().item<bool>() &&
                                       ((l.sum(1) - 1.0).abs() < 1e-4).all().item<bool>();
       }
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
       // The run reports what fails; the data checks go on with the data's class count.
+      d.skipped.push_back({"model-output", first_line_of(e.what())});
     }
     if (was_training) task.module().train();
   }

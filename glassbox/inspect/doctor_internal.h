@@ -16,6 +16,12 @@
 
 namespace glassbox::inspect::detail {
 
+// A check that could not run, and why (reported as an info finding, "check-not-run").
+struct SkippedCheck {
+  std::string check;   // e.g. "model-output"
+  std::string reason;  // the error's first line
+};
+
 struct SplitFacts {
   std::string name;
   std::int64_t size = 0;
@@ -54,6 +60,7 @@ struct DataFacts {
   std::string head_layer;           // the module producing the output
   std::vector<std::string> frozen;  // parameters that do not require grad
   std::int64_t frozen_numel = 0, total_numel = 0;
+  std::vector<SkippedCheck> skipped;
 };
 
 struct Validation {
@@ -85,6 +92,7 @@ struct RunFacts {
   std::vector<std::string> frozen;                           // parameters the run did not train (requires_grad false)
   std::int64_t frozen_numel = 0, total_numel = 0;
   std::int64_t chance_classes = 0;
+  std::vector<SkippedCheck> skipped;
 };
 
 // Content hash of each sample's input bytes (x: [N, ...] contiguous, any dtype).
@@ -98,5 +106,9 @@ void run_instrumented(train::TaskModule& task, train::DataModule& data, const tr
 void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig& cfg, std::vector<Finding>& out);
 
 std::string fmt_samples(const std::vector<std::int64_t>& s, std::size_t max = 6);
+// The first line of an error message.
+std::string first_line_of(const std::string& message);
+// One info finding per check that could not run.
+void skipped_findings(const std::vector<SkippedCheck>& skipped, std::vector<Finding>& out);
 
 }  // namespace glassbox::inspect::detail

@@ -180,6 +180,7 @@ void run_instrumented(train::TaskModule& task, train::DataModule& data, const tr
           task.module().train();
           task.training_step(b);
         } catch (const std::exception&) {
+          // Expected: the replay fails where the run failed; the recorder saw the op in flight.
         }
       }
       rec.stop();
@@ -189,7 +190,8 @@ void run_instrumented(train::TaskModule& task, train::DataModule& data, const tr
         r.failing_type = op->type;
         r.failing_inputs = op->inputs;
       }
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+      r.skipped.push_back({"failing-layer", first_line_of(e.what())});
     }
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -219,7 +221,8 @@ void run_instrumented(train::TaskModule& task, train::DataModule& data, const tr
   if (!d.batchnorm_layers.empty() && r.error.empty()) {
     try {
       batchnorm_check(task, data, trainer.device(), r);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+      r.skipped.push_back({"batchnorm-statistics", first_line_of(e.what())});
     }
   }
 }

@@ -317,6 +317,13 @@ TEST(Doctor, DtypeMismatchNamesTheModule) {
   ASSERT_EQ(first(r).id, "device-mismatch") << ids(r);
   EXPECT_EQ(first(r).where["layer"], "2");
   EXPECT_NE(first(r).evidence.find("Double"), std::string::npos) << first(r).evidence;
+  // The data checks' look at the model's output could not run either: an info note says so.
+  const Finding* skipped = r.find("check-not-run");
+  ASSERT_NE(skipped, nullptr) << ids(r);
+  EXPECT_EQ(skipped->severity, "info");
+  EXPECT_EQ(skipped->where["check"], "model-output");
+  EXPECT_NE(skipped->evidence.find("could not run: "), std::string::npos) << skipped->evidence;
+  EXPECT_NE(skipped->evidence.find("ouble"), std::string::npos) << skipped->evidence;  // the error's own words
 }
 
 // A data set that does real work for each sample it hands out (an expensive decode).
