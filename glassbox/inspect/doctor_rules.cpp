@@ -453,7 +453,9 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
 
   // Labels independent of the inputs.
   if (d.knn_agreement >= 0) {
-    const double margin = std::max(4 * d.knn_sigma, 0.02);
+    // Four standard deviations of the permutation null (and at least 0.005, for a null that
+    // barely varies): a false alarm is then rarer than 1 in 10 000 for a normal null.
+    const double margin = std::max(4 * d.knn_sigma, 0.005);
     double recent_acc = mean_of(r.acc, r.acc.size() > 50 ? r.acc.size() - 50 : 0, r.acc.size());
     double majority = 0;
     for (const auto& [label, count] : d.train.counts)
@@ -463,8 +465,9 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
       const bool stuck = !r.acc.empty() && std::isfinite(recent_acc) && recent_acc <= majority + 0.05;
       Finding f{"labels-shuffled", stuck ? "error" : "warning", stuck ? 0.88 : 0.55, {{"split", "train"}}, "", ""};
       f.evidence = fmt::format(
-          "the nearest training neighbour of {} training samples has the same label {:.1f}% of the time — what labels "
-          "independent of the inputs give ({:.1f}% +- {:.1f}%){}",
+          "the nearest training neighbour of {} training samples has the same label {:.1f}% of the time, averaged "
+          "over classes — what labels independent of the inputs give under these class frequencies ({:.1f}% +- "
+          "{:.1f}%, from permuted labels){}",
           d.knn_queries, 100 * d.knn_agreement, 100 * d.knn_chance, 100 * d.knn_sigma,
           stuck ? fmt::format("; training accuracy stays at {:.1f}% (majority class {:.1f}%)", 100 * recent_acc,
                               100 * majority)

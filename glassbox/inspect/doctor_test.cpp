@@ -154,6 +154,39 @@ TEST(Doctor, NamesTheOverflowingLayerInTheMiddleAndTheStep) {
   EXPECT_EQ(first(r).where["samples"], nlohmann::json({150}));
 }
 
+// 98 % of one class: plain neighbour agreement by chance is 0.96, so a chance-level test on it
+// cannot tell learnable labels from shuffled ones; the balanced agreement can.
+std::pair<at::Tensor, at::Tensor> rare_class(std::int64_t n, std::uint64_t seed = 21) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  at::Tensor y = (torch::rand({n}, gen) < 0.02).to(torch::kLong);
+  at::Tensor x = torch::randn({n, 6}, gen) + y.unsqueeze(1).to(torch::kFloat) * 3.0;
+  return {x, y};
+}
+
+TEST(Doctor, ExtremeImbalanceWithLearnableLabelsIsNotShuffled) {
+  auto [x, y] = rare_class(3000);
+  auto data = module_of(x, y, 2);
+  SeqTask task(mlp(6, 2));
+  DoctorOptions o = quick();
+  o.run = false;  // the label check is a data check; its finding needs the run, its facts do not
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 3e-3), o);
+  EXPECT_EQ(r.find("labels-shuffled"), nullptr) << ids(r);
+  const double agreement = r.context["knn_label_agreement"].get<double>();
+  const double chance = r.context["knn_chance"].get<double>();
+  EXPECT_NEAR(chance, 0.5, 0.05);  // balanced: 1/K under the null, whatever the frequencies
+  EXPECT_GT(agreement, chance + 0.3);
+}
+
+TEST(Doctor, ExtremeImbalanceWithShuffledLabelsIsFound) {
+  auto [x, y] = rare_class(3000);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
+  at::Tensor shuffled = y.index_select(0, torch::randperm(y.size(0), gen, torch::kLong));
+  auto data = module_of(x, shuffled, 2);
+  SeqTask task(mlp(6, 2));
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 3e-3), quick());
+  ASSERT_NE(r.find("labels-shuffled"), nullptr) << ids(r);
+}
+
 TEST(Doctor, LabelsShuffledIndependentlyOfTabularInputs) {
   auto [x, y] = blobs(1500, 4, 8);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(99);
