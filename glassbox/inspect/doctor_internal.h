@@ -88,8 +88,11 @@ struct RunFacts {
   std::int64_t scaler_skips = 0;
   double bn_train_mode_acc = -1, bn_eval_mode_acc = -1;      // the same training batches, batch vs running statistics
   double bn_train_mode_loss = NAN, bn_eval_mode_loss = NAN;  // their mean losses
-  std::vector<std::string> no_grad_params;                   // require grad but never received one
-  std::vector<std::string> frozen;                           // parameters the run did not train (requires_grad false)
+  // Samples right only with batch statistics / only with running statistics (the discordant
+  // pairs of a paired comparison), and how many samples were compared.
+  std::int64_t bn_only_train_right = 0, bn_only_eval_right = 0, bn_samples = 0;
+  std::vector<std::string> no_grad_params;  // require grad but never received one
+  std::vector<std::string> frozen;          // parameters the run did not train (requires_grad false)
   std::int64_t frozen_numel = 0, total_numel = 0;
   std::int64_t chance_classes = 0;
   std::vector<SkippedCheck> skipped;

@@ -523,7 +523,17 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
   // BatchNorm: running statistics far from the batch statistics. The accuracy gap alone sits near
   // its threshold when the model has barely learnt (a few hundred steps of batches of two); the
   // loss on the same samples separates the cases by a wide margin (healthy: within 10 %).
-  const bool bn_acc_gap = r.bn_train_mode_acc >= 0 && r.bn_train_mode_acc - r.bn_eval_mode_acc > 0.15;
+  // On few samples a smaller gap is already beyond sampling error: the two accuracies are
+  // measured on the same samples, so the test is McNemar's on the discordant pairs (b samples
+  // right only with batch statistics, c only with running ones): z = (b - c) / sqrt(b + c),
+  // about normal without drift. z >= 4 with a gap of at least 8 points is drift whatever the
+  // sample size; above 15 points the gap alone suffices, as before.
+  const double bn_discordant = static_cast<double>(r.bn_only_train_right + r.bn_only_eval_right);
+  const double bn_z = bn_discordant > 0
+                          ? static_cast<double>(r.bn_only_train_right - r.bn_only_eval_right) / std::sqrt(bn_discordant)
+                          : 0.0;
+  const double bn_gap = r.bn_train_mode_acc - r.bn_eval_mode_acc;
+  const bool bn_acc_gap = r.bn_train_mode_acc >= 0 && (bn_gap > 0.15 || (bn_gap >= 0.08 && bn_z >= 4.0));
   const bool bn_loss_gap = std::isfinite(r.bn_train_mode_loss) && std::isfinite(r.bn_eval_mode_loss) &&
                            r.bn_eval_mode_loss > 2.0 * r.bn_train_mode_loss &&
                            r.bn_eval_mode_loss - r.bn_train_mode_loss > 0.5;
@@ -537,8 +547,10 @@ void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig&
     f.evidence = fmt::format(
         "on the same training samples, accuracy is {:.1f}% and the loss {:.3g} with the statistics of batches of 256 "
         "(train mode) but {:.1f}% and {:.3g} with the running statistics evaluation uses (eval mode); the running "
-        "statistics were gathered from batches of {}",
-        100 * r.bn_train_mode_acc, r.bn_train_mode_loss, 100 * r.bn_eval_mode_acc, r.bn_eval_mode_loss, d.batch_size);
+        "statistics were gathered from batches of {}; of {} samples, {} are right only with batch statistics and "
+        "{} only with running ones (McNemar z = {:.1f})",
+        100 * r.bn_train_mode_acc, r.bn_train_mode_loss, 100 * r.bn_eval_mode_acc, r.bn_eval_mode_loss, d.batch_size,
+        r.bn_samples, r.bn_only_train_right, r.bn_only_eval_right, bn_z);
     f.fix =
         "lower the BatchNorm momentum (bn_momentum = 0.1 or less for small batches), use larger batches, and evaluate "
         "in eval mode";

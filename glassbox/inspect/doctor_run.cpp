@@ -102,6 +102,10 @@ void batchnorm_check(train::TaskModule& task, train::DataModule& data, c10::Devi
     if (!tr.logits.defined() || tr.logits.dim() != 2) return;
     correct_train += metrics::count_topk_correct(tr.logits, b.targets, 1);
     correct_eval += metrics::count_topk_correct(ev.logits, b.targets, 1);
+    const at::Tensor right_train = tr.logits.argmax(1) == b.targets;
+    const at::Tensor right_eval = ev.logits.argmax(1) == b.targets;
+    r.bn_only_train_right += (right_train & right_eval.logical_not()).sum().item<std::int64_t>();
+    r.bn_only_eval_right += (right_eval & right_train.logical_not()).sum().item<std::int64_t>();
     if (tr.loss.defined() && ev.loss.defined()) {
       loss_train += tr.loss.item<double>() * static_cast<double>(b.size());
       loss_eval += ev.loss.item<double>() * static_cast<double>(b.size());
@@ -110,6 +114,7 @@ void batchnorm_check(train::TaskModule& task, train::DataModule& data, c10::Devi
   }
   for (auto& [b, s] : saved) b.copy_(s);
   if (seen > 0) {
+    r.bn_samples = seen;
     r.bn_train_mode_acc = static_cast<double>(correct_train) / static_cast<double>(seen);
     r.bn_eval_mode_acc = static_cast<double>(correct_eval) / static_cast<double>(seen);
     r.bn_train_mode_loss = loss_train / static_cast<double>(seen);
