@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -208,6 +209,24 @@ TEST(DistWorker, FindUnusedParameters) {
 
 TEST(Dist, FindUnusedParameters) { expect_all_ok(spawn("FindUnusedParameters", 2)); }
 
+// Rank 0's side of a dead-rank test: `exchange` (with rank 1 gone) must fail within 15 s with
+// one line naming rank 1 and the collective; the worker then exits with the verdict.
+[[noreturn]] void expect_dead_rank_named(const std::function<void()>& exchange) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    for (int i = 0; i < 100; ++i) exchange();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << m;
+    EXPECT_NE(m.find("rank 1 is gone"), std::string::npos) << m;
+    EXPECT_NE(m.find("all-reduce of the gradients"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  std::_Exit(::testing::Test::HasFailure() ? 1 : 0);
+}
+
 // --- shared memory ------------------------------------------------------------------------------
 
 // Rank r's tensor: the same on every rank that builds it (each rank builds every rank's).
@@ -264,23 +283,12 @@ TEST(DistWorker, SharedMemoryReduceNamesDeadRank) {
   at::Tensor t = torch::ones({3000});
   shm->all_reduce_mean(t);
   if (g->rank() == 1) ::raise(SIGKILL);
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    // Asynchronously, as the Reducer's hook does: the error arrives through the future.
-    for (int i = 0; i < 100; ++i) {
-      auto done = shm->all_reduce_mean_async(t);
-      done->wait();
-      done->value();  // rethrows the exchange's error
-    }
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << m;
-    EXPECT_NE(m.find("rank 1 is gone"), std::string::npos) << m;
-    EXPECT_NE(m.find("all-reduce of the gradients"), std::string::npos) << m;
-  }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
-  std::_Exit(::testing::Test::HasFailure() ? 1 : 0);
+  // Asynchronously, as the Reducer's hook does: the error arrives through the future.
+  expect_dead_rank_named([&] {
+    auto done = shm->all_reduce_mean_async(t);
+    done->wait();
+    done->value();  // rethrows the exchange's error
+  });
 }
 
 TEST(Dist, SharedMemoryReduceNamesDeadRank) {
@@ -337,19 +345,7 @@ TEST(DistWorker, DeadRankIsNamed) {
   std::vector<at::Tensor> t{torch::ones({4})};
   g->all_reduce(t);
   if (g->rank() == 1) ::raise(SIGKILL);
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    for (int i = 0; i < 100; ++i) g->all_reduce(t, ReduceOp::kSum, "all-reduce of the gradients");
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << m;
-    EXPECT_NE(m.find("rank 1 is gone"), std::string::npos) << m;
-    EXPECT_NE(m.find("all-reduce of the gradients"), std::string::npos) << m;
-    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
-  }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
-  std::_Exit(::testing::Test::HasFailure() ? 1 : 0);
+  expect_dead_rank_named([&] { g->all_reduce(t, ReduceOp::kSum, "all-reduce of the gradients"); });
 }
 
 TEST(Dist, DeadRankIsNamed) {
