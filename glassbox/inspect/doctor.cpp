@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include "glassbox/base/error.h"
@@ -17,21 +18,50 @@ namespace glassbox::inspect {
 
 namespace {
 
-int severity_rank(const std::string& s) { return s == "error" ? 0 : s == "warning" ? 1 : 2; }
+bool before(const Finding& a, const Finding& b) {
+  if (a.severity != b.severity) return static_cast<int>(a.severity) < static_cast<int>(b.severity);
+  return a.confidence > b.confidence;
+}
 
 }  // namespace
 
 nlohmann::json Finding::to_json() const {
-  return {{"id", id},       {"severity", severity}, {"confidence", confidence},
-          {"where", where}, {"evidence", evidence}, {"fix", fix}};
+  nlohmann::json acts = nlohmann::json::array();
+  for (const auto& a : actions) acts.push_back({{"setting", a.setting}, {"direction", a.direction}});
+  return {{"id", id},
+          {"severity", std::string(name_of(severity))},
+          {"confidence", confidence},
+          {"where", where},
+          {"evidence", evidence},
+          {"fix", fix},
+          {"because_of", because_of},
+          {"actions", acts}};
 }
 
 void DoctorReport::sort() {
-  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
-    if (severity_rank(a.severity) != severity_rank(b.severity))
-      return severity_rank(a.severity) < severity_rank(b.severity);
-    return a.confidence > b.confidence;
-  });
+  // Causes stay above the symptoms they explain; otherwise by severity, then confidence.
+  std::vector<Finding> ordered;
+  std::vector<bool> used(findings.size(), false);
+  while (ordered.size() < findings.size()) {
+    std::ptrdiff_t pick = -1;
+    for (std::size_t i = 0; i < findings.size(); ++i) {
+      if (used[i]) continue;
+      const bool ready =
+          std::all_of(findings[i].because_of.begin(), findings[i].because_of.end(), [&](const std::string& c) {
+            return std::none_of(findings.begin(), findings.end(), [&](const Finding& f) { return f.id == c; }) ||
+                   std::any_of(ordered.begin(), ordered.end(), [&](const Finding& f) { return f.id == c; });
+          });
+      if (ready && (pick < 0 || before(findings[i], findings[static_cast<std::size_t>(pick)])))
+        pick = static_cast<std::ptrdiff_t>(i);
+    }
+    if (pick < 0)
+      for (std::size_t i = 0; i < findings.size(); ++i)
+        if (!used[i] && (pick < 0 || before(findings[i], findings[static_cast<std::size_t>(pick)])))
+          pick = static_cast<std::ptrdiff_t>(i);
+    used[static_cast<std::size_t>(pick)] = true;
+    ordered.push_back(findings[static_cast<std::size_t>(pick)]);
+  }
+  findings = std::move(ordered);
 }
 
 const Finding* DoctorReport::find(const std::string& id) const {
@@ -41,7 +71,7 @@ const Finding* DoctorReport::find(const std::string& id) const {
 }
 
 bool DoctorReport::has_errors() const {
-  return std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == "error"; });
+  return std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Severity::kError; });
 }
 
 nlohmann::json DoctorReport::to_json() const {
@@ -55,13 +85,13 @@ nlohmann::json DoctorReport::to_json() const {
 std::string DoctorReport::to_text() const {
   std::size_t errors = 0, warnings = 0;
   for (const auto& f : findings) {
-    errors += f.severity == "error";
-    warnings += f.severity == "warning";
+    errors += f.severity == Severity::kError;
+    warnings += f.severity == Severity::kWarning;
   }
+  const std::size_t notes = findings.size() - errors - warnings;
   std::ostringstream os;
   os << fmt::format("glassbox doctor: {} error{}, {} warning{}, {} note{}", errors, errors == 1 ? "" : "s", warnings,
-                    warnings == 1 ? "" : "s", findings.size() - errors - warnings,
-                    findings.size() - errors - warnings == 1 ? "" : "s");
+                    warnings == 1 ? "" : "s", notes, notes == 1 ? "" : "s");
   if (context.contains("steps"))
     os << fmt::format(" ({} steps in {:.1f} s)", context["steps"].get<std::int64_t>(),
                       context["seconds"].get<double>());
@@ -71,7 +101,8 @@ std::string DoctorReport::to_text() const {
     std::string where;
     for (auto it = f.where.begin(); it != f.where.end(); ++it)
       where += (where.empty() ? "" : " ") + it.key() + "=" + it.value().dump();
-    os << fmt::format("\n{:<8}{}{}\n", f.severity, f.id, where.empty() ? "" : "  [" + where + "]");
+    os << fmt::format("\n{:<8}{}{}\n", name_of(f.severity), f.id, where.empty() ? "" : "  [" + where + "]");
+    if (!f.because_of.empty()) os << "        because of: " << fmt::format("{}", fmt::join(f.because_of, ", ")) << "\n";
     os << "        evidence: " << f.evidence << "\n";
     os << "        fix:      " << f.fix << "\n";
   }
@@ -84,71 +115,12 @@ DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const 
   detail::DataFacts d;
   if (log != nullptr) *log << "doctor: examining the data\n" << std::flush;
   detail::gather_data_facts(task, data, options, d);
-  detail::data_findings(d, config, report.findings);
   detail::RunFacts r;
   if (options.run) {
     if (log != nullptr) *log << "doctor: instrumented run (at most " << options.max_steps << " steps)\n" << std::flush;
     detail::run_instrumented(task, data, config, options, d, r, log);
-    detail::run_findings(d, r, config, report.findings);
   }
-  detail::skipped_findings(d.skipped, report.findings);
-  detail::skipped_findings(r.skipped, report.findings);
-  // A cause in the inputs explains trouble downstream: raise it when the run shows that trouble.
-  const bool trouble = std::any_of(report.findings.begin(), report.findings.end(), [](const Finding& f) {
-    return f.id == "nonfinite-activation" || f.id == "exploding-gradients" || f.id == "lr-too-high" ||
-           f.id == "dead-relu" || f.id == "vanishing-gradients" || f.id == "lr-too-low";
-  });
-  const bool learning = [&] {
-    if (r.loss.size() < 10) return true;
-    double a = 0, b = 0;
-    std::size_t na = 0, nb = 0;
-    for (std::size_t i = 0; i < std::min<std::size_t>(10, r.loss.size()); ++i)
-      if (std::isfinite(r.loss[i])) a += r.loss[i], ++na;
-    for (std::size_t i = r.loss.size() - std::min<std::size_t>(30, r.loss.size()); i < r.loss.size(); ++i)
-      if (std::isfinite(r.loss[i])) b += r.loss[i], ++nb;
-    return na > 0 && nb > 0 && b / static_cast<double>(nb) < 0.85 * a / static_cast<double>(na);
-  }();
-  for (auto& f : report.findings) {
-    if (f.id == "unnormalized-input" && (trouble || !learning || r.nonfinite)) {
-      f.severity = "error";
-      f.confidence = std::max(f.confidence, 0.92);
-    }
-  }
-  // Symptoms explained by a cause found with them lose confidence: unnormalised inputs explain
-  // what happens downstream; exploding gradients explain the NaN that follows; a divergent
-  // learning rate explains dead units; vanishing gradients explain tiny updates.
-  auto has = [&](const std::string& id) {
-    return std::any_of(report.findings.begin(), report.findings.end(),
-                       [&](const Finding& f) { return f.id == id && f.severity == "error"; });
-  };
-  auto demote = [&](std::initializer_list<const char*> ids, double factor) {
-    for (auto& f : report.findings)
-      for (const char* id : ids)
-        if (f.id == id) f.confidence *= factor;
-  };
-  if (has("unnormalized-input"))
-    demote({"dead-relu", "exploding-gradients", "nonfinite-activation", "lr-too-high", "lr-too-low",
-            "vanishing-gradients"},
-           0.85);
-  if (has("exploding-gradients")) demote({"nonfinite-activation", "nonfinite-gradient", "dead-relu"}, 0.85);
-  if (has("lr-too-high")) demote({"dead-relu", "overfitting"}, 0.85);
-  if (has("vanishing-gradients")) demote({"lr-too-low"}, 0.8);
-  // One finding per id (the most confident), unless they name different places.
-  std::vector<Finding> kept;
-  for (auto& f : report.findings) {
-    // (Each check that could not run is its own note.)
-    auto it = std::find_if(kept.begin(), kept.end(), [&](const Finding& k) {
-      return k.id == f.id && (f.id != "check-not-run" || k.where == f.where);
-    });
-    if (it == kept.end()) {
-      kept.push_back(f);
-    } else if (severity_rank(f.severity) < severity_rank(it->severity) ||
-               (f.severity == it->severity && f.confidence > it->confidence)) {
-      *it = f;
-    }
-  }
-  report.findings = std::move(kept);
-  report.sort();
+  report.findings = detail::diagnose(detail::make_facts(d, r, config));
   report.context = {{"train_samples", d.train.size},
                     {"val_samples", d.val.size},
                     {"test_samples", d.test.size},
@@ -158,6 +130,8 @@ DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const 
                     {"input_std", d.std},
                     {"knn_label_agreement", d.knn_agreement},
                     {"knn_chance", d.knn_chance},
+                    {"baseline", d.baseline_name},
+                    {"baseline_accuracy", d.baseline_acc},
                     {"steps", r.steps},
                     {"bn_large_batch_acc", r.bn_train_mode_acc},
                     {"bn_running_stats_acc", r.bn_eval_mode_acc},

@@ -9,9 +9,13 @@
 // whether labels depend on the inputs at all (nearest-neighbour agreement) — and the setup
 // (BatchNorm against batch sizes, what the head outputs); then a short instrumented run (probes,
 // non-finite localisation, loss/accuracy/gradient/update histories, validation checks, data
-// wait) of at most max_steps steps or max_seconds. Findings carry stable ids (docs/doctor.md),
-// numeric evidence, the place and the fix, ordered by severity, then confidence. The verdicts
-// rest on measured evidence only, never on file or scenario names.
+// wait) of at most max_steps steps or max_seconds. Each finding comes from one rule, a small
+// function over the gathered facts. Findings carry stable ids (docs/doctor.md), numeric
+// evidence, the place and the fix. A cause found with the symptoms it explains (the cause graph
+// in docs/doctor.md: a learning rate too high explains exploding gradients and dead units, ...)
+// ranks above them, and they name it in `because_of`; no two findings give contradicting fixes.
+// Otherwise they are ordered by severity, then confidence. The verdicts rest on measured
+// evidence only, never on file or scenario names.
 // Thread safety: one doctor per process at a time (it trains, which uses the global RNG).
 #pragma once
 
@@ -22,19 +26,37 @@
 
 #include <nlohmann/json.hpp>
 
+#include "glassbox/base/config.h"
 #include "glassbox/train/datamodule.h"
 #include "glassbox/train/run_config.h"
 #include "glassbox/train/task.h"
 
 namespace glassbox::inspect {
 
+enum class Severity { kError, kWarning, kInfo };
+constexpr NameTable<Severity, 3> enum_names(Severity) {
+  return {{{Severity::kError, "error"}, {Severity::kWarning, "warning"}, {Severity::kInfo, "info"}}};
+}
+static_assert(is_complete_table(enum_names(Severity{})));
+
+// One change a fix asks for, in a form two fixes can be compared by: the setting (or aspect of
+// the setup) and the direction, e.g. {"optim.lr", "lower"}. Two actions contradict when they
+// name the same setting with opposite directions (lower/raise, true/false, ...).
+struct FixAction {
+  std::string setting;    // "optim.lr", "optim.weight_decay", "model.capacity", "data.loader.shuffle", ...
+  std::string direction;  // "lower" | "raise" | "true" | "false" | "remove" | ...
+  bool operator==(const FixAction&) const = default;
+};
+
 struct Finding {
-  std::string id;                                   // stable, e.g. "label-offset" (docs/doctor.md)
-  std::string severity;                             // "error" | "warning" | "info"
+  std::string id;  // stable, e.g. "label-offset" (docs/doctor.md)
+  Severity severity = Severity::kInfo;
   double confidence = 0.5;                          // 0..1: how sure the evidence makes the doctor
   nlohmann::json where = nlohmann::json::object();  // {"split", "samples", "layer", "step", "parameter", ...}
   std::string evidence;                             // numbers
   std::string fix;                                  // what to change
+  std::vector<FixAction> actions;                   // what `fix` changes, for the consistency check
+  std::vector<std::string> because_of;              // causes in the same report that explain this finding
   nlohmann::json to_json() const;
 };
 

@@ -1,4 +1,5 @@
-// The doctor, part 1: facts about the data and the setup, and the findings they support.
+// The doctor, part 1: facts about the data and the setup (the rules that read them are in
+// doctor_rules_*.cpp). Tested in doctor_test.cpp and doctor_rules_test.cpp.
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "glassbox/inspect/doctor_internal.h"
 #include "glassbox/inspect/layer_map.h"
 #include "glassbox/inspect/recorder.h"
+#include "glassbox/inspect/stats.h"
 
 namespace glassbox::inspect::detail {
 
@@ -122,6 +124,43 @@ void split_facts(const std::string& name, const data::Dataset& ds, std::int64_t 
   if (keep != nullptr) *keep = std::move(g);
 }
 
+// Held-out accuracy of a ridge classifier (one-vs-rest least squares on centred one-hot
+// targets, features standardised on the fitting samples), its strength chosen from four on a
+// quarter of the fitting samples, then refitted on all of them.
+double ridge_accuracy(const at::Tensor& xfit, const at::Tensor& yfit, const at::Tensor& xtest, const at::Tensor& ytest,
+                      std::int64_t k) {
+  const at::Tensor mu = xfit.mean(0, true);
+  const at::Tensor sd = xfit.std(0, /*unbiased=*/false, true).clamp_min(1e-8);
+  auto fit = [&](const at::Tensor& x, const at::Tensor& y, double alpha) {
+    const at::Tensor xs = (x - mu) / sd;
+    at::Tensor t = torch::nn::functional::one_hot(y, k).to(torch::kDouble);
+    const at::Tensor tm = t.mean(0, true);
+    const at::Tensor xm = xs.mean(0, true);
+    const at::Tensor xc = xs - xm;
+    const std::int64_t n = x.size(0), dim = x.size(1);
+    const double lam = alpha * static_cast<double>(n);
+    at::Tensor w = dim <= n ? at::linalg_solve(xc.t().mm(xc) + lam * torch::eye(dim, xc.options()), xc.t().mm(t - tm))
+                            : xc.t().mm(at::linalg_solve(xc.mm(xc.t()) + lam * torch::eye(n, xc.options()), t - tm));
+    return std::make_tuple(w, xm, tm);
+  };
+  auto score = [&](const std::tuple<at::Tensor, at::Tensor, at::Tensor>& m, const at::Tensor& x, const at::Tensor& y) {
+    const auto& [w, xm, tm] = m;
+    const at::Tensor pred = ((((x - mu) / sd) - xm).mm(w) + tm).argmax(1);
+    return (pred == y).to(torch::kDouble).mean().item<double>();
+  };
+  const std::int64_t n = xfit.size(0), hold = n / 4;
+  double best_alpha = 1.0, best = -1;
+  for (double alpha : {1e-3, 1e-2, 1e-1, 1.0}) {
+    const double s =
+        score(fit(xfit.slice(0, hold), yfit.slice(0, hold), alpha), xfit.slice(0, 0, hold), yfit.slice(0, 0, hold));
+    if (s > best) {
+      best = s;
+      best_alpha = alpha;
+    }
+  }
+  return score(fit(xfit, yfit, best_alpha), xtest, ytest);
+}
+
 }  // namespace
 
 std::vector<std::uint64_t> sample_hashes(const at::Tensor& xin) {
@@ -143,23 +182,25 @@ std::vector<std::uint64_t> sample_hashes(const at::Tensor& xin) {
 
 std::string first_line_of(const std::string& message) { return message.substr(0, message.find('\n')); }
 
-void skipped_findings(const std::vector<SkippedCheck>& skipped, std::vector<Finding>& out) {
-  static const std::map<std::string, std::string> what = {
-      {"model-output", "the model's output on a first training batch (its width, whether it is already probabilities)"},
-      {"failing-layer", "naming the layer that failed, by replaying the failing batch"},
-      {"batchnorm-statistics", "comparing BatchNorm's running statistics with batch statistics on training samples"},
-  };
-  for (const auto& s : skipped) {
-    const auto it = what.find(s.check);
-    Finding f{"check-not-run", "info", 0.3, {{"check", s.check}}, "", ""};
-    f.evidence =
-        fmt::format("the check {} could not run: {}", it == what.end() ? s.check : "of " + it->second, s.reason);
-    f.fix =
-        "the findings above do not rest on it; fix the error it names (often the same as the run's) and run the "
-        "doctor again";
-    out.push_back(f);
-  }
+std::vector<double> finite_of(const std::vector<double>& v) {
+  std::vector<double> out;
+  for (double x : v)
+    if (std::isfinite(x)) out.push_back(x);
+  return out;
 }
+
+double mean_of(const std::vector<double>& v, std::size_t from, std::size_t to) {
+  double s = 0;
+  std::size_t n = 0;
+  for (std::size_t i = from; i < to && i < v.size(); ++i)
+    if (std::isfinite(v[i])) {
+      s += v[i];
+      ++n;
+    }
+  return n ? s / static_cast<double>(n) : NAN;
+}
+
+double median_of(const std::vector<double>& v) { return quantile(finite_of(v), 0.5); }
 
 std::string fmt_samples(const std::vector<std::int64_t>& s, std::size_t max) {
   std::string out;
@@ -315,199 +356,37 @@ void gather_data_facts(train::TaskModule& task, train::DataModule& data, const D
     d.knn_queries = nq;
     d.knn_chance = mean;
     d.knn_sigma = std::sqrt(sq / (kPermutations - 1));
-  }
-}
-
-void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<Finding>& out) {
-  const std::int64_t K = d.outputs;
-  // --- labels ---
-  const SplitFacts& tr = d.train;
-  const bool zero_missing = tr.counts.count(0) == 0;
-  const bool contiguous =
-      !tr.counts.empty() && static_cast<std::int64_t>(tr.counts.size()) == tr.label_max - tr.label_min + 1;
-  if (tr.size > 0 && tr.label_min >= 1 && zero_missing && contiguous && tr.counts.size() > 1 &&
-      (tr.label_max == K - 1 || tr.label_max == K)) {
-    Finding f{"label-offset", "error", 0.95, {{"split", "train"}, {"labels", {tr.label_min, tr.label_max}}}, "", ""};
-    f.evidence = fmt::format(
-        "training labels span {}..{} ({} distinct values), the model has {} outputs; {} never occurs", tr.label_min,
-        tr.label_max, tr.counts.size(), K, tr.label_min == 1 ? "0" : "0.." + std::to_string(tr.label_min - 1));
-    f.fix = fmt::format("labels must run 0..K-1: subtract {} from every label (training and test files)", tr.label_min);
-    out.push_back(f);
-  }
-  for (const SplitFacts* s : {&d.train, &d.val, &d.test}) {
-    if (s->out_of_range_count == 0) continue;
-    std::vector<std::string> values;
-    for (const auto& [label, count] : s->counts)
-      if (label < 0 || label >= K) values.push_back(fmt::format("{} x{}", label, count));
-    Finding f{"label-out-of-range", "error", 0.9, {{"split", s->name}, {"samples", s->out_of_range}}, "", ""};
-    f.evidence =
-        fmt::format("{} {} labels are outside 0..{} (the model has {} outputs): {}; first at samples {}",
-                    s->out_of_range_count, s->name, K - 1, K, fmt::join(values, ", "), fmt_samples(s->out_of_range));
-    f.fix = cfg.data.source.num_classes > 0
-                ? fmt::format("correct those labels, or set data.num_classes = {} if they are real classes",
-                              s->label_max + 1)
-                : "correct those labels (class labels must be 0..K-1)";
-    out.push_back(f);
-  }
-  if (tr.size > 0 && tr.counts.size() == 1) {
-    Finding f{"constant-labels", "error", 0.97, {{"split", "train"}, {"label", tr.label_min}}, "", ""};
-    f.evidence = fmt::format("all {} training labels are {}: there is nothing to learn", tr.size, tr.label_min);
-    f.fix = "check how the labels were exported (a constant column, a broadcast, a wrong file)";
-    out.push_back(f);
-  } else if (tr.size > 0 && !tr.counts.empty()) {
-    std::int64_t maj_label = 0, maj = 0, mn = tr.size;
-    for (const auto& [label, count] : tr.counts) {
-      if (count > maj) {
-        maj = count;
-        maj_label = label;
+    // The doctor's own baseline on the same split: plain nearest-neighbour accuracy, and a ridge
+    // linear classifier (the underfitting check compares the model with the better of the two).
+    const double nn_acc = (yq == yr.index_select(0, nn)).to(torch::kDouble).mean().item<double>();
+    d.baseline_acc = nn_acc;
+    d.baseline_name = "the nearest neighbour";
+    d.baseline_samples = nq;
+    try {
+      at::Tensor feats = g.x;
+      // Images: pooled to at most 16x16 per channel, enough for a linear baseline, cheap to solve.
+      if (feats.dim() == 4 && feats.size(2) * feats.size(3) > 256)
+        feats = torch::adaptive_avg_pool2d(torch::nan_to_num(feats.to(torch::kFloat), 0.0, 0.0, 0.0), {16, 16});
+      feats = torch::nan_to_num(feats.reshape({n, -1}).to(torch::kDouble), 0.0, 0.0, 0.0);
+      const double ridge = ridge_accuracy(feats.index_select(0, ri), yr, feats.index_select(0, qi), yq, k);
+      if (ridge > d.baseline_acc) {
+        d.baseline_acc = ridge;
+        d.baseline_name = "a ridge linear classifier";
       }
-      mn = std::min(mn, count);
-    }
-    const double share = static_cast<double>(maj) / static_cast<double>(tr.size);
-    const std::int64_t absent = std::max<std::int64_t>(0, K - static_cast<std::int64_t>(tr.counts.size()));
-    const double ratio = static_cast<double>(mn) / static_cast<double>(maj);
-    const bool weighted = !cfg.loss.class_weights.empty() ||
-                          nn::resolve_loss(cfg.loss.name, cfg.data.source.task) == nn::LossKind::kFocal;
-    if (share >= 0.5 || ratio <= 0.05) {
-      Finding f{"class-imbalance",
-                share >= 0.7 && !weighted ? "warning" : "info",
-                share >= 0.7 && !weighted ? 0.7 : 0.4,
-                {{"split", "train"}, {"majority_class", maj_label}},
-                "",
-                ""};
-      f.evidence = fmt::format(
-          "class {} holds {:.1f}% of the {} training samples (the smallest class {}, ratio {:.3f}{}): always "
-          "predicting {} "
-          "scores {:.1f}% accuracy",
-          maj_label, 100 * share, tr.size, mn, ratio, absent > 0 ? fmt::format("; {} classes absent", absent) : "",
-          maj_label, 100 * share);
-      f.fix = weighted ? "the loss is already weighted (loss.class_weights / focal): judge by per-class recall or "
-                         "balanced accuracy"
-                       : "weight the loss (loss.class_weights, inverse class frequency) or use loss.name = \"focal\", "
-                         "resample, and judge by "
-                         "per-class recall or balanced accuracy rather than accuracy";
-      out.push_back(f);
+    } catch (const std::exception& e) {
+      d.skipped.push_back({"baseline", first_line_of(e.what())});
     }
   }
-  // --- inputs ---
-  for (const SplitFacts* s : {&d.train, &d.val, &d.test}) {
-    if (s->nonfinite_values == 0) continue;
-    Finding f{"nonfinite-input",
-              "error",
-              s->name == "train" ? 0.97 : 0.9,
-              {{"split", s->name}, {"samples", s->nonfinite_samples}},
-              "",
-              ""};
-    f.evidence = fmt::format("{} {} samples hold NaN/Inf ({} values): samples {}", s->nonfinite_sample_count, s->name,
-                             s->nonfinite_values, fmt_samples(s->nonfinite_samples));
-    f.fix =
-        "drop or repair those samples before training (NaN spreads from the first layer to the loss and every weight)";
-    out.push_back(f);
-  }
-  const bool raw_scale = d.median_sample_absmax > 20 || d.std > 10;
-  const bool tiny_scale = d.std > 0 && d.std < 1e-3;
-  if (raw_scale || tiny_scale) {
-    Finding f{"unnormalized-input", "warning", 0.75, {{"split", "train"}}, "", ""};
-    f.evidence = fmt::format(
-        "training inputs as the model sees them: mean {:.4g}, std {:.4g}, range {:.4g}..{:.4g} (median per-sample max "
-        "|x| {:.4g}){}",
-        d.mean, d.std, d.min, d.max, d.median_sample_absmax,
-        cfg.data.source.normalize ? "" : "; data.normalize = false");
-    f.fix = cfg.data.source.normalize ? "scale the inputs to mean 0, std 1 (data.mean / data.std)"
-                                      : "set data.normalize = true (per-channel mean 0, std 1 from the training split)";
-    out.push_back(f);
-  }
-  if (!d.extreme_samples.empty()) {
-    Finding f{"input-outliers", "warning", 0.6, {{"split", "train"}, {"samples", d.extreme_samples}}, "", ""};
-    f.evidence = fmt::format("training samples {} reach |x| = {:.3g}, against a median per-sample max |x| of {:.3g}",
-                             fmt_samples(d.extreme_samples), d.extreme_value, d.median_sample_absmax);
-    f.fix = "drop or clip these outliers (float32 overflows past 3.4e38 in the first layer)";
-    out.push_back(f);
-  }
-  // --- duplicates ---
-  if (d.has_test && d.dup_test > 0) {
-    const double share = static_cast<double>(d.dup_test) / static_cast<double>(d.test.size);
-    Finding f{"train-test-leakage",
-              share >= 0.01 ? "error" : "info",
-              share >= 0.01 ? 0.9 : 0.4,
-              {{"split", "test"}, {"samples", d.dup_test_examples}},
-              "",
-              ""};
-    f.evidence = d.dup_test_files.empty()
-                     ? fmt::format(
-                           "{} of {} test samples ({:.2f}%) also occur in the training set with identical "
-                           "inputs: test samples {}",
-                           d.dup_test, d.test.size, 100 * share, fmt_samples(d.dup_test_examples))
-                     : fmt::format("{} of {} test images ({:.2f}%) are byte-identical copies of training files: {}",
-                                   d.dup_test, d.test.size, 100 * share, fmt::join(d.dup_test_files, ", "));
-    f.fix = "remove the duplicates from one split (hash the samples) so that the test score measures generalisation";
-    out.push_back(f);
-  }
-  if (!d.skipped_files.empty()) {
-    const double share = static_cast<double>(d.skipped_files.size()) /
-                         static_cast<double>(d.skipped_files.size() + static_cast<std::size_t>(tr.size));
-    Finding f{"unreadable-images",
-              share >= 0.01 ? "warning" : "info",
-              share >= 0.01 ? 0.7 : 0.35,
-              {{"split", "train"}, {"files", d.skipped_files.size()}},
-              "",
-              ""};
-    f.evidence = fmt::format("{} image file(s) do not decode and were left out (data.on_bad_image = \"skip\"): {}",
-                             d.skipped_files.size(), d.skipped_files.front());
-    f.fix =
-        "replace or delete those files (glassbox data inspect lists them all); a share this large often means a "
-        "copy or a download broke off";
-    out.push_back(f);
-  }
-  if (tr.size >= 100 && static_cast<double>(tr.distinct) < 0.5 * static_cast<double>(tr.size)) {
-    Finding f{"repeated-batches", "error", 0.85, {{"split", "train"}}, "", ""};
-    f.evidence = fmt::format(
-        "the training split has {} samples but only {} distinct inputs ({:.1f}%): each is seen about {:.0f} times per "
-        "epoch",
-        tr.size, tr.distinct, 100.0 * static_cast<double>(tr.distinct) / static_cast<double>(tr.size),
-        static_cast<double>(tr.size) / static_cast<double>(std::max<std::int64_t>(1, tr.distinct)));
-    f.fix = "check the data export (the same rows written repeatedly); train on the distinct samples";
-    out.push_back(f);
-  }
-  // --- setup ---
-  if (!d.batchnorm_layers.empty() && d.batch_size > 0) {
-    const std::int64_t last = d.train.size % d.batch_size;
-    if (d.batch_size == 1 || (last == 1 && !d.drop_last)) {
-      Finding f{"batchnorm-batch-of-one",
-                "error",
-                0.9,
-                {{"layer", d.batchnorm_layers.front()}, {"batch_size", d.batch_size}},
-                "",
-                ""};
-      f.evidence =
-          d.batch_size == 1
-              ? fmt::format(
-                    "batch_size is 1 and the model has BatchNorm layers ({}): a batch of one has zero variance in "
-                    "training mode",
-                    d.batchnorm_layers.front())
-              : fmt::format(
-                    "the training split has {} samples and batch_size {} without drop_last: the last batch of every "
-                    "epoch holds 1 "
-                    "sample, which reaches BatchNorm layer {} in training mode (the variance of one sample is 0)",
-                    d.train.size, d.batch_size, d.batchnorm_layers.front());
-      f.fix = d.batch_size == 1
-                  ? "use a batch size of at least 2 (better 16+) or a norm without batch statistics (layernorm)"
-                  : "set data.loader.drop_last = true (or change batch_size so that no batch has one sample)";
-      out.push_back(f);
+  // Runs of equal labels in stored order: K when the split is sorted by class.
+  if (g.y.defined() && g.y.dim() == 1 && g.y.numel() >= 2) {
+    const at::Tensor y = g.y;
+    d.label_runs = 1 + (y.slice(0, 1) != y.slice(0, 0, -1)).sum().item<std::int64_t>();
+    double sum_p2 = 0;
+    for (const auto& [label, count] : d.train.counts) {
+      const double p = static_cast<double>(count) / static_cast<double>(y.numel());
+      sum_p2 += p * p;
     }
-  }
-  const nn::LossKind loss = nn::resolve_loss(cfg.loss.name, cfg.data.source.task);
-  if (d.outputs_are_probabilities && (loss == nn::LossKind::kCrossEntropy || loss == nn::LossKind::kFocal)) {
-    Finding f{"probabilities-as-logits", "error", 0.9, {{"layer", d.head_layer}}, "", ""};
-    f.evidence = fmt::format(
-        "the model's outputs are probabilities (every row in [0, 1] and summing to 1 on 8 training samples; last "
-        "module {}) "
-        "but loss {} applies log-softmax itself: softmax is applied twice and the gradients shrink",
-        d.head_layer, name_of(cfg.loss.name));
-    f.fix =
-        "end the model with the last linear layer (model.<name>.output = \"logits\"); apply softmax only for reporting "
-        "or serving";
-    out.push_back(f);
+    d.label_runs_expected = 1 + static_cast<double>(y.numel() - 1) * (1 - sum_p2);
   }
 }
 

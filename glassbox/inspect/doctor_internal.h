@@ -1,5 +1,7 @@
-// The doctor's internals: the facts it gathers from the data and from the instrumented run, and
-// the functions that turn them into findings. Not a public interface (see doctor.h).
+// The doctor's internals: the facts it gathers from the data and from the instrumented run, the
+// rules that turn them into findings (one small function per finding id, listed in a table), and
+// the cause graph that ranks and reconciles them. Not a public interface (see doctor.h).
+// Tested in doctor_rules_test.cpp (each rule on hand-built facts) and doctor_test.cpp (end to end).
 #pragma once
 
 #include <cmath>
@@ -52,6 +54,15 @@ struct DataFacts {
   std::vector<std::string> skipped_files;       // image files left out because they do not decode
   double knn_agreement = -1, knn_chance = 0, knn_sigma = 0;
   std::int64_t knn_queries = 0;
+  // The doctor's own baseline on the same features: the better of a ridge linear classifier and
+  // the nearest neighbour, fitted on the neighbour check's references and scored on its queries.
+  double baseline_acc = -1;
+  std::string baseline_name;
+  std::int64_t baseline_samples = 0;
+  // Runs of equal labels in the training split's stored order (what an unshuffled loader
+  // yields), and how many a random order gives: 1 + (n - 1)(1 - sum p_k^2).
+  std::int64_t label_runs = -1;
+  double label_runs_expected = 0;
   std::int64_t batch_size = 0;
   bool drop_last = false;
   bool shuffle = true;
@@ -76,7 +87,8 @@ struct RunFacts {
   std::string failing_layer, failing_type, failing_inputs;
   std::int64_t failing_step = -1;
   std::int64_t steps = 0;
-  std::int64_t batches_per_epoch = 0;
+  std::int64_t batches_per_epoch = 0;       // what the run trains on per epoch
+  std::int64_t full_batches_per_epoch = 0;  // what the whole training split makes
   double seconds = 0, data_wait = 0;
   std::vector<double> loss, acc, lr, grad_norm;  // per step (NaN where absent)
   std::vector<std::uint64_t> batch_hash;         // per step: hash of the batch's inputs
@@ -98,20 +110,76 @@ struct RunFacts {
   std::vector<SkippedCheck> skipped;
 };
 
+// Quantities several rules read, derived once from the run's histories.
+struct RunSummary {
+  // The loss: the first step's, the largest finite one, the mean of the first and last steps.
+  double loss_first = NAN, loss_peak = NAN, loss_start = NAN, loss_end = NAN;
+  bool loss_nonfinite = false;  // some step's loss was NaN/Inf
+  bool learning = false;        // the loss fell clearly (end < 0.85 start)
+  bool rising = false;          // the loss ended above 1.1x its start (or non-finite)
+  double chance_loss = 1;       // ln K: the loss of a uniform prediction
+  // Gradient norms up to (not including) the first non-finite step.
+  double grad_first = NAN, grad_max = NAN;  // median of the first 5 finite norms; the largest
+  std::int64_t grad_max_step = -1, grad_exceed_step = -1;
+  bool grad_nonfinite = false;
+  bool exploding = false;  // grew x100 and beyond diagnostics.grad_norm_high (or became non-finite)
+  double clip_suggestion = NAN;
+  // Update-to-weight ratios of the weight matrices: median over every probe, over the first 3.
+  double update_ratio = NAN, update_ratio_early = NAN;
+  double weight_norm_first = NAN, weight_norm_last = NAN;
+  double recent_acc = NAN;    // training accuracy over the last 50 steps
+  double majority_share = 0;  // the largest class's share of the training split
+};
+
+// Everything a rule may read. `run` is empty (ran = false, no steps) when the run was skipped.
+struct Facts {
+  const DataFacts& data;
+  const RunFacts& run;
+  const train::RunConfig& config;
+  RunSummary summary;
+};
+Facts make_facts(const DataFacts& d, const RunFacts& r, const train::RunConfig& cfg);
+
+// A rule: the findings of one id supported by the facts (usually none or one).
+using RuleFn = std::vector<Finding> (*)(const Facts&);
+struct Rule {
+  const char* id;
+  RuleFn check;
+  std::vector<FixAction> actions;  // every action the rule's fixes may ask for (the consistency test reads them)
+};
+// Every rule, data rules first (doctor_rules_data.cpp, doctor_rules_run.cpp, doctor_rules_fit.cpp).
+const std::vector<Rule>& rules();
+std::vector<Rule> data_rules();
+std::vector<Rule> run_rules();
+std::vector<Rule> fit_rules();
+
+// The cause graph: ids of the findings that `cause` explains when both are found.
+const std::map<std::string, std::vector<std::string>>& cause_graph();
+// Two actions on one setting in opposite directions (lower/raise, true/false, smaller/larger,
+// add/remove, set/remove, wider/narrower).
+bool contradicts(const FixAction& a, const FixAction& b);
+// Ranks and reconciles the rules' findings (doctor_graph.cpp): one finding per id (and place),
+// causes raised to the severity of the symptoms they explain and placed above them, symptoms
+// naming their causes, and any fix that contradicts a higher-ranked one replaced by a pointer
+// to it.
+std::vector<Finding> finalise(std::vector<Finding> findings);
+// Runs every rule over the facts, then finalise.
+std::vector<Finding> diagnose(const Facts& facts);
+
 // Content hash of each sample's input bytes (x: [N, ...] contiguous, any dtype).
 std::vector<std::uint64_t> sample_hashes(const at::Tensor& x);
 
 void gather_data_facts(train::TaskModule& task, train::DataModule& data, const DoctorOptions& options,
                        DataFacts& facts);
-void data_findings(const DataFacts& d, const train::RunConfig& cfg, std::vector<Finding>& out);
 void run_instrumented(train::TaskModule& task, train::DataModule& data, const train::RunConfig& cfg,
                       const DoctorOptions& options, const DataFacts& d, RunFacts& r, std::ostream* log);
-void run_findings(const DataFacts& d, const RunFacts& r, const train::RunConfig& cfg, std::vector<Finding>& out);
 
+// Helpers shared by the rule files.
 std::string fmt_samples(const std::vector<std::int64_t>& s, std::size_t max = 6);
 // The first line of an error message.
 std::string first_line_of(const std::string& message);
-// One info finding per check that could not run.
-void skipped_findings(const std::vector<SkippedCheck>& skipped, std::vector<Finding>& out);
+std::vector<double> finite_of(const std::vector<double>& v);
+double mean_of(const std::vector<double>& v, std::size_t from, std::size_t to);
+double median_of(const std::vector<double>& v);
 
 }  // namespace glassbox::inspect::detail

@@ -140,11 +140,15 @@ void run_instrumented(train::TaskModule& task, train::DataModule& data, const tr
   const std::int64_t per_epoch = d.drop_last
                                      ? d.train.size / std::max<std::int64_t>(1, d.batch_size)
                                      : (d.train.size + d.batch_size - 1) / std::max<std::int64_t>(1, d.batch_size);
+  // What the trainer will use of it (train::resolve_batches: a fraction of an epoch or a count).
+  const std::int64_t full = (d.train.size + d.batch_size - 1) / std::max<std::int64_t>(1, d.batch_size);
   const std::int64_t limited =
-      cfg.trainer.limit_train_batches > 1.0
-          ? std::min<std::int64_t>(per_epoch, static_cast<std::int64_t>(cfg.trainer.limit_train_batches))
-          : per_epoch;
-  r.batches_per_epoch = limited;
+      cfg.trainer.overfit_batches > 0
+          ? std::min(per_epoch, train::resolve_batches(cfg.trainer.overfit_batches, full, "overfit_batches"))
+          : std::min(per_epoch,
+                     train::resolve_batches(cfg.trainer.limit_train_batches, per_epoch, "limit_train_batches"));
+  r.full_batches_per_epoch = per_epoch;
+  r.batches_per_epoch = std::max<std::int64_t>(1, limited);
   to.val_check_interval = limited > options.val_every ? static_cast<double>(options.val_every) : 1.0;
   train::SchedulerOptions so = cfg.scheduler;
   train::Trainer trainer(to, cfg.optim, so);

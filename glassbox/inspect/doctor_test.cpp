@@ -84,12 +84,12 @@ DoctorOptions quick() {
 
 std::string ids(const DoctorReport& r) {
   std::string s;
-  for (const auto& f : r.findings) s += f.id + "(" + f.severity + ") ";
+  for (const auto& f : r.findings) s += f.id + "(" + std::string(name_of(f.severity)) + ") ";
   return s;
 }
 
 const Finding& first(const DoctorReport& r) {
-  static const Finding none{"<none>", "", 0, {}, "", ""};
+  static const Finding none{.id = "<none>"};
   return r.findings.empty() ? none : r.findings.front();
 }
 
@@ -258,7 +258,7 @@ TEST(Doctor, GraphCutInAUserModule) {
   const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), quick());
   const Finding* f = r.find("no-gradient");
   ASSERT_NE(f, nullptr) << ids(r);
-  EXPECT_EQ(f->severity, "error");
+  EXPECT_EQ(f->severity, Severity::kError);
   EXPECT_EQ(f->where["parameters"], nlohmann::json({"fc1.weight", "fc1.bias"}));
 }
 
@@ -369,7 +369,7 @@ TEST(Doctor, TheSameBatchEveryStepFromABuggyDataset) {
   const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), quick());
   const Finding* f = r.find("repeated-batches");
   ASSERT_NE(f, nullptr) << ids(r);
-  EXPECT_EQ(f->severity, "error");
+  EXPECT_EQ(f->severity, Severity::kError);
   // The full batches are all the same; the short last one of each epoch is the other.
   EXPECT_NE(f->evidence.find("yielded 2 distinct batches"), std::string::npos) << f->evidence;
 }
@@ -387,7 +387,7 @@ TEST(Doctor, DtypeMismatchNamesTheModule) {
   // The data checks' look at the model's output could not run either: an info note says so.
   const Finding* skipped = r.find("check-not-run");
   ASSERT_NE(skipped, nullptr) << ids(r);
-  EXPECT_EQ(skipped->severity, "info");
+  EXPECT_EQ(skipped->severity, Severity::kInfo);
   EXPECT_EQ(skipped->where["check"], "model-output");
   EXPECT_NE(skipped->evidence.find("could not run: "), std::string::npos) << skipped->evidence;
   EXPECT_NE(skipped->evidence.find("ouble"), std::string::npos) << skipped->evidence;  // the error's own words

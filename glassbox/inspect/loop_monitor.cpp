@@ -37,7 +37,10 @@ void LoopMonitor::before_backward() {
   }
   if (nonzero == 0) return;
   reported_grads_ = true;
-  Finding f{"gradients-not-zeroed", "error", 0.95, {{"step", steps_}, {"parameter", first}}, "", ""};
+  Finding f{.id = "gradients-not-zeroed",
+            .severity = Severity::kError,
+            .confidence = 0.95,
+            .where = {{"step", steps_}, {"parameter", first}}};
   f.evidence = fmt::format(
       "before the backward pass after step {}, {} of {} parameters still held the gradients of earlier steps (total "
       "norm "
@@ -66,7 +69,10 @@ void LoopMonitor::check_eval_mode(const std::string& where) {
   }
   if (training.empty()) return;
   reported_mode_ = true;
-  Finding f{"eval-in-train-mode", "error", 0.9, {{"where", where}, {"modules", training}}, "", ""};
+  Finding f{.id = "eval-in-train-mode",
+            .severity = Severity::kError,
+            .confidence = 0.9,
+            .where = {{"where", where}, {"modules", training}}};
   f.evidence = fmt::format(
       "at {}, {} module{} that behave differently in training are still in training mode: {} — BatchNorm normalises "
       "with the evaluation batch and updates its running statistics, Dropout drops units",
