@@ -1,7 +1,8 @@
 // The doctor's rules on hand-built facts (no data, no model, no training): each rule fires on the
 // facts of its fault and stays quiet on a near miss; the cause graph ranks causes above their
 // symptoms; no two findings of any pair of rules leave contradicting fixes. All of it runs in well
-// under a second.
+// under a second. Over 600 lines: one case per rule, in the order of the rule table, so that a
+// new rule's test sits beside its neighbours'.
 #include <algorithm>
 #include <set>
 
