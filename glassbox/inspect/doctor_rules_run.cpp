@@ -191,6 +191,18 @@ std::vector<Finding> exploding_gradients(const Facts& f) {
   return {out};
 }
 
+// Whether a step of plain SGD (lr x gradient) on this parameter would change it in float32 at
+// all: below about 1e-7 of the weight's norm it rounds away. Adaptive optimisers scale their
+// steps to about lr per element, so any gradient moves a parameter they hold.
+bool step_visible(const Facts& f, const ParameterStats& p, std::int64_t step) {
+  const auto kind = f.config.optim.name;
+  if (kind != train::OptimizerKind::kSgd) return true;
+  const double lr = step >= 0 && static_cast<std::size_t>(step) < f.run.lr.size() && std::isfinite(f.run.lr[step])
+                        ? f.run.lr[static_cast<std::size_t>(step)]
+                        : f.config.optim.lr;
+  return lr == 0 || lr * p.grad.norm >= 1e-6 * p.value.norm;
+}
+
 std::vector<Finding> parameters_not_updating(const Facts& f) {
   const RunFacts& r = f.run;
   if (r.probes.size() < 2) return {};
@@ -202,7 +214,9 @@ std::vector<Finding> parameters_not_updating(const Facts& f) {
     bool has_grad = false, moved = false;
     for (std::size_t k = 0; k + 1 < r.probes.size(); ++k) {  // the last probe's update may not be finished
       const auto& p = r.probes[k];
-      if (i >= p.parameters.size() || !p.parameters[i].has_grad || !(p.parameters[i].grad.norm > 0)) continue;
+      if (i >= p.parameters.size() || !p.parameters[i].has_grad || !(p.parameters[i].grad.norm > 0) ||
+          !step_visible(f, p.parameters[i], p.step))
+        continue;
       has_grad = true;
       gnorm = std::max(gnorm, p.parameters[i].grad.norm);
       if (i < p.update_ratio.size() && (p.update_ratio[i] != 0 || std::isnan(p.update_ratio[i]))) moved = true;
@@ -265,6 +279,11 @@ std::vector<Finding> lr_too_low(const Facts& f) {
   const RunSummary& s = f.summary;
   if (!(std::isfinite(s.update_ratio) && !s.learning && s.update_ratio < 1e-5 && s.update_ratio > 0)) return {};
   if (!lr_too_high(f).empty()) return {};
+  // A warm-up still raising the learning rate (the run's lr rose by half or more): the schedule,
+  // not the setting, explains small steps so far.
+  const auto lrs = finite_of(f.run.lr);
+  if (!lrs.empty() && lrs.back() > 1.5 * lrs.front()) return {};
+  if (f.run.steps < 50) return {};  // too few steps to tell a slow start from a small step
   const double gmed = median_of(f.run.grad_norm);
   if (gmed < f.config.diagnostics.grad_norm_low) return {};  // no gradient to speak of: vanishing, not the lr
   return {Finding{

