@@ -205,6 +205,14 @@ def _labels_shuffled(fashion):
     return {"": with_(b, train_y=rng.permutation(b["train_y"])), "fixed": b}
 
 
+@scenario("ordered-data-without-shuffle", "the training file sorted by label (class 0 first, class 9 last); "
+          "the same images as the base sample")
+def _ordered(fashion):
+    b = base_sample(fashion)
+    order = np.argsort(b["train_y"], kind="stable")
+    return {"": with_(b, train_x=b["train_x"][order], train_y=b["train_y"][order]), "fixed": b}
+
+
 @scenario("constant-labels", "every training label is 0 (test labels correct)")
 def _constant_labels(fashion):
     b = base_sample(fashion)

@@ -52,7 +52,7 @@ const std::map<std::string, std::vector<std::string>>& cause_graph() {
       {"labels-shuffled", {"overfitting", "underfitting", "dead-relu"}},
       {"class-imbalance", {"underfitting"}},
       {"repeated-batches", {"overfitting"}},
-      {"ordered-data-without-shuffle", {"batchnorm-stats-drift", "underfitting", "overfitting"}},
+      {"ordered-data-without-shuffle", {"batchnorm-stats-drift", "dead-relu", "underfitting", "overfitting"}},
       {"batchnorm-stats-drift", {"underfitting"}},
       {"partial-epochs-left-on", {"repeated-batches", "overfitting", "underfitting"}},
       // The setup.

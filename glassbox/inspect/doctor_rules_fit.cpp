@@ -180,11 +180,13 @@ std::vector<Finding> underfitting(const Facts& f) {
       .severity = Severity::kError,
       .confidence = 0.8,
       .where = {{"baseline", d.baseline_name}, {"baseline_accuracy", pb}, {"model_accuracy", model}},
-      .evidence = fmt::format("the loss has flattened at {:.4g} (chance {:.4g}) with the model at {:.1f}% accuracy on "
-                              "its training batches, while {} fitted by the doctor on the same features scores "
-                              "{:.1f}% on {} held-out training samples ({:.1f} points more, {:.1f} standard errors)",
-                              late, f.summary.chance_loss, 100 * model, d.baseline_name, 100 * pb, d.baseline_samples,
-                              100 * gap, gap / std::max(se, 1e-12)),
+      .evidence =
+          fmt::format("the loss has flattened at {:.4g} (chance {:.4g}) with the model at {:.1f}% accuracy (the "
+                      "better of its last training batches and its last validation check), while {} fitted "
+                      "by the doctor on the same features scores "
+                      "{:.1f}% on {} held-out training samples ({:.1f} points more, {:.1f} standard errors)",
+                      late, f.summary.chance_loss, 100 * model, d.baseline_name, 100 * pb, d.baseline_samples,
+                      100 * gap, gap / std::max(se, 1e-12)),
       .fix = "give the model more capacity (wider or more layers, e.g. model.mlp.hidden), train longer, and ease "
              "regularisation (dropout, weight decay) until it beats the baseline",
       .actions = {{"model.capacity", "larger"}, {"model.dropout", "lower"}},
@@ -228,6 +230,12 @@ std::vector<Finding> partial_epochs_left_on(const Facts& f) {
   if (share >= 0.5) return {};
   const std::string setting = overfit ? "trainer.overfit_batches" : "trainer.limit_train_batches";
   const double value = overfit ? t.overfit_batches : t.limit_train_batches;
+  // What the configured training adds up to.
+  std::string total;
+  if (t.max_steps <= 0 && t.max_epochs > 0)
+    total =
+        fmt::format("; with trainer.max_epochs = {} the whole training makes {} steps, {:.2g} passes over the split",
+                    t.max_epochs, t.max_epochs * r.batches_per_epoch, static_cast<double>(t.max_epochs) * share);
   return {Finding{
       .id = "partial-epochs-left-on",
       .severity = share <= 0.1 ? Severity::kError : Severity::kWarning,
@@ -235,9 +243,9 @@ std::vector<Finding> partial_epochs_left_on(const Facts& f) {
       .where = {{"setting", setting}, {"batches_per_epoch", r.batches_per_epoch}},
       .evidence =
           fmt::format("{} = {:g}: each epoch trains on {} of the {} batches of the training split ({:.1f}% of "
-                      "its {} samples){}",
+                      "its {} samples){}{}",
                       setting, value, r.batches_per_epoch, r.full_batches_per_epoch, 100 * share, f.data.train.size,
-                      overfit ? ", the same ones every epoch, and validates on them too" : ""),
+                      overfit ? ", the same ones every epoch, and validates on them too" : "", total),
       .fix = fmt::format("remove {} from the config (it is a debugging aid) so that every epoch sees the whole split",
                          setting),
       .actions = {{setting, "remove"}},
