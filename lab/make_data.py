@@ -213,6 +213,17 @@ def _ordered(fashion):
     return {"": with_(b, train_x=b["train_x"][order], train_y=b["train_y"][order]), "fixed": b}
 
 
+@scenario("label-noise", "a quarter of the training labels (1750 of 7000) moved to another class at random; "
+          "test labels correct")
+def _label_noise(fashion):
+    b = base_sample(fashion)
+    rng = np.random.default_rng(11)
+    y = b["train_y"].copy()
+    moved = rng.choice(len(y), len(y) // 4, replace=False)
+    y[moved] = (y[moved] + rng.integers(1, 10, len(moved))) % 10
+    return {"": with_(b, train_y=y), "fixed": b}
+
+
 @scenario("constant-labels", "every training label is 0 (test labels correct)")
 def _constant_labels(fashion):
     b = base_sample(fashion)
@@ -303,6 +314,20 @@ def _image_train_test_leakage(fashion):
     for j, i in enumerate(sorted(rng.choice(1000, size=300, replace=False))):
         label = int(b["test_y"][i])
         leaky[f"train/{CLASS_FOLDERS[label]}/copy-{j:04d}.png"] = clean[f"test/{CLASS_FOLDERS[label]}/{i:05d}.png"]
+    return {"": {"files": leaky}, "fixed": {"files": clean}}
+
+
+@scenario("image-near-duplicates", "PNG folders; 300 of the 1000 test images also in train/, re-exported: "
+          "contrast x0.9, brightness +12, a little sensor noise (never byte-identical)")
+def _image_near_duplicates(fashion):
+    b = base_sample(fashion)
+    clean = image_folder(b)
+    leaky = dict(clean)
+    rng = np.random.default_rng(13)
+    for j, i in enumerate(sorted(rng.choice(1000, size=300, replace=False))):
+        label = int(b["test_y"][i])
+        x = b["test_x"][i].astype(np.float64) * 0.9 + 12 + rng.normal(0, 2, b["test_x"][i].shape)
+        leaky[f"train/{CLASS_FOLDERS[label]}/export-{j:04d}.png"] = png_gray(np.clip(np.rint(x), 0, 255).astype(np.uint8))
     return {"": {"files": leaky}, "fixed": {"files": clean}}
 
 

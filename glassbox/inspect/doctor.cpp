@@ -132,6 +132,8 @@ DoctorReport run_doctor(train::TaskModule& task, train::DataModule& data, const 
                     {"knn_chance", d.knn_chance},
                     {"baseline", d.baseline_name},
                     {"baseline_accuracy", d.baseline_acc},
+                    {"label_noise_rate", r.noise_rate},
+                    {"label_noise_model_accuracy", r.noise_model_acc},
                     {"steps", r.steps},
                     {"bn_large_batch_acc", r.bn_train_mode_acc},
                     {"bn_running_stats_acc", r.bn_eval_mode_acc},

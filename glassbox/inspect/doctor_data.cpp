@@ -260,15 +260,18 @@ void gather_data_facts(train::TaskModule& task, train::DataModule& data, const D
   if (d.outputs == 0) d.outputs = train_ds->num_classes();
   d.skipped_files = data.info().skipped_files;
 
-  Gathered g;
+  Gathered g, ge;  // the training split; the evaluation split checked for near-duplicates
   split_facts("train", *train_ds, d.outputs, d.train, &g);
-  if (auto v = data.val_dataset()) {
-    d.has_val = v->size() > 0;
-    if (d.has_val) split_facts("val", *v, d.outputs, d.val, nullptr);
-  }
-  if (auto t = data.test_dataset()) {
-    d.has_test = t->size() > 0;
-    if (d.has_test) split_facts("test", *t, d.outputs, d.test, nullptr);
+  auto test_ds = data.test_dataset();
+  auto val_ds = data.val_dataset();
+  d.has_test = test_ds != nullptr && test_ds->size() > 0;
+  d.has_val = val_ds != nullptr && val_ds->size() > 0;
+  if (d.has_val) split_facts("val", *val_ds, d.outputs, d.val, d.has_test ? nullptr : &ge);
+  if (d.has_test) split_facts("test", *test_ds, d.outputs, d.test, &ge);
+  if (d.has_test || d.has_val) {
+    const SplitFacts& target = d.has_test ? d.test : d.val;
+    d.near_dup = find_near_duplicates(target.name, *train_ds, g.x, g.file_index, d.train.hashes,
+                                      d.has_test ? *test_ds : *val_ds, ge.x, ge.file_index, target.hashes);
   }
 
   // Input statistics over finite values, and a robust scale (outliers do not move a median).

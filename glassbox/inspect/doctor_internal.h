@@ -39,6 +39,21 @@ struct SplitFacts {
   bool file_hashes = false;                     // image files: hashes of the files' bytes, not of the tensors
 };
 
+// Evaluation samples nearly (not byte-) identical to a training sample (doctor_duplicates.cpp).
+struct NearDuplicates {
+  std::string split;   // "test" or "val"
+  std::string method;  // how "near" was decided
+  double threshold = 0;
+  std::int64_t checked = 0, found = 0;
+  double share = 0;
+  // The same check within the training split (each sample against the others): the share of
+  // natural look-alikes, which leakage must exceed.
+  std::int64_t base_checked = 0;
+  double base_rate = 0;
+  std::vector<std::int64_t> examples, train_examples;  // file indices: evaluation sample, its training twin
+  std::vector<std::string> example_files;              // image files: "test/a.png ~ train/b.png"
+};
+
 struct DataFacts {
   std::int64_t outputs = 0;  // the model's output width
   SplitFacts train, val, test;
@@ -51,7 +66,8 @@ struct DataFacts {
   std::int64_t dup_test = 0, dup_val = 0;       // test/val samples whose input also occurs in train
   std::vector<std::int64_t> dup_test_examples;  // test file indices
   std::vector<std::string> dup_test_files;      // image data: those test files' names
-  std::vector<std::string> skipped_files;       // image files left out because they do not decode
+  NearDuplicates near_dup;
+  std::vector<std::string> skipped_files;  // image files left out because they do not decode
   double knn_agreement = -1, knn_chance = 0, knn_sigma = 0;
   std::int64_t knn_queries = 0;
   // The doctor's own baseline on the same features: the better of a ridge linear classifier and
@@ -103,6 +119,16 @@ struct RunFacts {
   // Samples right only with batch statistics / only with running statistics (the discordant
   // pairs of a paired comparison), and how many samples were compared.
   std::int64_t bn_only_train_right = 0, bn_only_eval_right = 0, bn_samples = 0;
+  // Confident learning (label_noise.h) on the trained model's probabilities for validation
+  // samples (out of sample: the run never trains on them): the estimated share of wrong labels,
+  // on how many samples, the model's accuracy there, the samples it suspects (file indices,
+  // first few), and the most frequent (given, true) pair with its share of all samples.
+  double noise_rate = -1;
+  std::int64_t noise_samples = 0, noise_suspects = 0;
+  double noise_model_acc = -1;
+  std::vector<std::int64_t> noise_examples;
+  std::int64_t noise_given = -1, noise_true = -1;
+  double noise_pair_share = 0;
   std::vector<std::string> no_grad_params;  // require grad but never received one
   std::vector<std::string> frozen;          // parameters the run did not train (requires_grad false)
   std::int64_t frozen_numel = 0, total_numel = 0;
@@ -169,6 +195,10 @@ std::vector<Finding> diagnose(const Facts& facts);
 // Content hash of each sample's input bytes (x: [N, ...] contiguous, any dtype).
 std::vector<std::uint64_t> sample_hashes(const at::Tensor& x);
 
+NearDuplicates find_near_duplicates(const std::string& split, const data::Dataset& train_ds, const at::Tensor& train_x,
+                                    const at::Tensor& train_files, const std::vector<std::uint64_t>& train_hashes,
+                                    const data::Dataset& target_ds, const at::Tensor& target_x,
+                                    const at::Tensor& target_files, const std::vector<std::uint64_t>& target_hashes);
 void gather_data_facts(train::TaskModule& task, train::DataModule& data, const DoctorOptions& options,
                        DataFacts& facts);
 void run_instrumented(train::TaskModule& task, train::DataModule& data, const train::RunConfig& cfg,

@@ -213,6 +213,37 @@ std::vector<Finding> train_test_leakage(const Facts& f) {
   }};
 }
 
+// Near-duplicates across splits: more evaluation samples with a near twin in training than the
+// training split has among itself (4 standard errors above that base rate), and at least 1 %.
+std::vector<Finding> near_duplicate_leakage(const Facts& f) {
+  const NearDuplicates& nd = f.data.near_dup;
+  if (nd.found == 0 || nd.checked == 0) return {};
+  const double n = static_cast<double>(nd.checked);
+  const double p0 = std::max(nd.base_rate, 1.0 / static_cast<double>(std::max<std::int64_t>(1, nd.base_checked)));
+  const double excess = nd.share - nd.base_rate;
+  const bool leak = nd.share >= 0.01 && excess > 4 * std::sqrt(p0 * (1 - p0) / n);
+  if (!leak && excess <= 0) return {};
+  std::string pairs;
+  for (std::size_t i = 0; i < nd.examples.size(); ++i)
+    pairs += (i ? ", " : "") + (i < nd.example_files.size()
+                                    ? nd.example_files[i]
+                                    : fmt::format("{} ~ train {}", nd.examples[i], nd.train_examples[i]));
+  return {Finding{
+      .id = "near-duplicate-leakage",
+      .severity = leak ? Severity::kError : Severity::kInfo,
+      .confidence = leak ? 0.85 : 0.35,
+      .where = {{"split", nd.split}, {"samples", nd.examples}, {"train_samples", nd.train_examples}},
+      .evidence = fmt::format("{} of {} {} samples checked ({:.2f}%) are near-duplicates of training samples without "
+                              "being byte-identical ({}); within the training split {:.2f}% of {} samples have such a "
+                              "twin; pairs: {}",
+                              nd.found, nd.checked, nd.split, 100 * nd.share, nd.method, 100 * nd.base_rate,
+                              nd.base_checked, pairs),
+      .fix = "remove the near-duplicates from one split (or split by source: patient, part, session, capture date) so "
+             "that the evaluation measures generalisation rather than recall",
+      .actions = {{"data.splits", "deduplicate"}},
+  }};
+}
+
 std::vector<Finding> unreadable_images(const Facts& f) {
   const DataFacts& d = f.data;
   if (d.skipped_files.empty()) return {};
@@ -296,6 +327,7 @@ std::vector<Finding> check_not_run(const Facts& f) {
       {"failing-layer", "naming the layer that failed, by replaying the failing batch"},
       {"batchnorm-statistics", "comparing BatchNorm's running statistics with batch statistics on training samples"},
       {"baseline", "fitting the doctor's own baseline (a linear classifier on the same features)"},
+      {"label-noise", "estimating label noise from the trained model's probabilities on validation samples"},
   };
   std::vector<Finding> out;
   for (const auto* list : {&f.data.skipped, &f.run.skipped}) {
@@ -328,6 +360,7 @@ std::vector<Rule> data_rules() {
       {"unnormalized-input", unnormalized_input, {{"data.normalize", "true"}}},
       {"input-outliers", input_outliers, {{"data.samples", "repair"}}},
       {"train-test-leakage", train_test_leakage, {{"data.splits", "deduplicate"}}},
+      {"near-duplicate-leakage", near_duplicate_leakage, {{"data.splits", "deduplicate"}}},
       {"unreadable-images", unreadable_images, {{"data.files", "repair"}}},
       {"batchnorm-batch-of-one",
        batchnorm_batch_of_one,

@@ -217,6 +217,54 @@ TEST(DoctorRules, InputOutliersLeakageUnreadable) {
   EXPECT_EQ(check("unreadable-images", k)[0].severity, Severity::kInfo);
 }
 
+TEST(DoctorRules, NearDuplicateLeakageAgainstTheTrainingSplitsOwnRate) {
+  Case k;
+  NearDuplicates& nd = k.d.near_dup;
+  nd.split = "test";
+  nd.method = "distance";
+  nd.checked = 1000;
+  nd.base_checked = 1000;
+  nd.found = 50;  // 5 % of the test split
+  nd.share = 0.05;
+  nd.base_rate = 0.004;
+  nd.examples = {3};
+  nd.train_examples = {77};
+  auto f = check("near-duplicate-leakage", k);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kError);
+  EXPECT_NE(f[0].evidence.find("3 ~ train 77"), std::string::npos) << f[0].evidence;
+  // Natural look-alikes: the training split has as many among itself.
+  nd.base_rate = 0.05;
+  EXPECT_TRUE(check("near-duplicate-leakage", k).empty());
+  // A few more than the base rate, below 1 %: a note.
+  nd.found = 8;
+  nd.share = 0.008;
+  nd.base_rate = 0.002;
+  EXPECT_EQ(check("near-duplicate-leakage", k)[0].severity, Severity::kInfo);
+}
+
+TEST(DoctorRules, LabelNoiseFromConfidentLearning) {
+  Case k;
+  k.r.noise_rate = 0.3;
+  k.r.noise_samples = 1000;
+  k.r.noise_suspects = 280;
+  k.r.noise_model_acc = 0.65;
+  k.r.noise_given = 6;
+  k.r.noise_true = 0;
+  k.r.noise_pair_share = 0.02;
+  auto f = check("label-noise", k);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kWarning);
+  EXPECT_EQ(f[0].where["given"], 6);
+  k.r.noise_rate = 0.45;
+  EXPECT_EQ(check("label-noise", k)[0].severity, Severity::kError);
+  k.r.noise_model_acc = 0.4;  // a model this weak: its confident mistakes, not the labels
+  EXPECT_TRUE(check("label-noise", k).empty());
+  k.r.noise_model_acc = 0.9;
+  k.r.noise_rate = 0.12;  // what clean data sets give
+  EXPECT_TRUE(check("label-noise", k).empty());
+}
+
 TEST(DoctorRules, BatchNormBatchOfOneFromTheSplitSizeOrTheFailure) {
   Case k;
   k.d.batchnorm_layers = {"body.bn0"};

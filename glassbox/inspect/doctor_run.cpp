@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "glassbox/inspect/doctor_internal.h"
+#include "glassbox/inspect/label_noise.h"
 #include "glassbox/inspect/layer_map.h"
 #include "glassbox/inspect/recorder.h"
 #include "glassbox/metrics/running.h"
@@ -175,6 +176,47 @@ void batchnorm_check(train::TaskModule& task, train::DataModule& data, c10::Devi
   }
 }
 
+// Confident learning on the trained model's probabilities for up to 2000 validation samples.
+void label_noise_check(train::TaskModule& task, train::DataModule& data, c10::Device device, RunFacts& r) {
+  auto ds = data.val_dataset();
+  if (ds == nullptr || ds->size() < 100) return;
+  const std::int64_t n = std::min<std::int64_t>(ds->size(), 2000);
+  torch::NoGradGuard ng;
+  const bool was_training = task.module().is_training();
+  task.module().eval();
+  std::vector<at::Tensor> probs, labels;
+  for (std::int64_t i = 0; i < n; i += 256) {
+    data::Batch b = ds->get_batch(torch::arange(i, std::min(n, i + 256), torch::kLong));
+    b.inputs = b.inputs.to(device);
+    b.targets = b.targets.to(device);
+    train::StepOutput out = task.validation_step(b);
+    if (!out.logits.defined() || out.logits.dim() != 2 || b.targets.dim() != 1) break;
+    probs.push_back(torch::softmax(out.logits.to(torch::kDouble), 1).cpu());
+    labels.push_back(b.targets.to(torch::kCPU, torch::kLong));
+  }
+  if (was_training) task.module().train();
+  if (probs.empty()) return;
+  const at::Tensor p = torch::cat(probs), y = torch::cat(labels);
+  if (!torch::isfinite(p).all().item<bool>() || y.min().item<std::int64_t>() < 0 ||
+      y.max().item<std::int64_t>() >= p.size(1))
+    return;  // a diverged model or labels beyond the head: other findings cover those
+  const LabelNoiseEstimate e = estimate_label_noise(y, p);
+  r.noise_rate = e.rate;
+  r.noise_samples = y.size(0);
+  r.noise_suspects = static_cast<std::int64_t>(e.suspects.size());
+  r.noise_model_acc = (p.argmax(1) == y).to(torch::kDouble).mean().item<double>();
+  const at::Tensor files = data::root_indices(*ds, torch::arange(y.size(0), torch::kLong));
+  for (std::size_t i = 0; i < e.suspects.size() && r.noise_examples.size() < 8; ++i)
+    r.noise_examples.push_back(files[e.suspects[i]].item<std::int64_t>());
+  for (std::size_t g = 0; g < e.joint.size(); ++g)
+    for (std::size_t t = 0; t < e.joint[g].size(); ++t)
+      if (g != t && e.joint[g][t] > r.noise_pair_share) {
+        r.noise_pair_share = e.joint[g][t];
+        r.noise_given = static_cast<std::int64_t>(g);
+        r.noise_true = static_cast<std::int64_t>(t);
+      }
+}
+
 }  // namespace
 
 void run_instrumented(train::TaskModule& task, train::DataModule& data, const train::RunConfig& cfg,
@@ -278,6 +320,13 @@ void run_instrumented(train::TaskModule& task, train::DataModule& data, const tr
       bool ever = false;
       for (const auto& pr : r.probes) ever |= i < pr.parameters.size() && pr.parameters[i].has_grad;
       if (!ever) r.no_grad_params.push_back(params[i].name);
+    }
+  }
+  if (r.error.empty()) {
+    try {
+      label_noise_check(task, data, trainer.device(), r);
+    } catch (const std::exception& e) {
+      r.skipped.push_back({"label-noise", first_line_of(e.what())});
     }
   }
   if (!d.batchnorm_layers.empty() && r.error.empty()) {

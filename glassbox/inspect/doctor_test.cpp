@@ -217,6 +217,31 @@ TEST(Doctor, TrainTestLeakageOfTenPercent) {
   EXPECT_EQ(first(r).where["split"], "test");
 }
 
+// Test rows that are training rows with rounding noise: no hash matches, the distances do.
+TEST(Doctor, NearDuplicateRowsAcrossSplits) {
+  auto [x, y] = blobs(1200, 4, 10);
+  auto [tx, ty] = blobs(300, 4, 10, /*seed=*/8);
+  // 60 of the 300 test rows (20 %) are training rows 0..59, written with 3 decimals.
+  tx.slice(0, 0, 60).copy_(torch::round(x.slice(0, 0, 60) * 1000) / 1000 + 1e-4);
+  ty.slice(0, 0, 60).copy_(y.slice(0, 0, 60));
+  auto data = module_of(x, y, 4, 32, true, tx, ty);
+  SeqTask task(mlp(10, 4));
+  DoctorOptions o = quick();
+  o.run = false;
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), o);
+  const Finding* f = r.find("near-duplicate-leakage");
+  ASSERT_NE(f, nullptr) << ids(r);
+  EXPECT_EQ(f->severity, Severity::kError);
+  EXPECT_EQ(f->where["split"], "test");
+  EXPECT_NE(f->evidence.find("60 of 300"), std::string::npos) << f->evidence;
+  EXPECT_EQ(r.find("train-test-leakage"), nullptr) << ids(r);  // none is byte-identical
+  // The same data without the copies: nothing.
+  auto [cx, cy] = blobs(300, 4, 10, /*seed=*/8);
+  auto clean = module_of(x, y, 4, 32, true, cx, cy);
+  SeqTask task2(mlp(10, 4));
+  EXPECT_EQ(run_doctor(task2, clean, config_of("adam", 1e-2), o).find("near-duplicate-leakage"), nullptr);
+}
+
 TEST(Doctor, ProbabilitiesFromAUserModelsSoftmaxHead) {
   auto [x, y] = blobs(800, 4, 6);
   auto data = module_of(x, y, 4);
