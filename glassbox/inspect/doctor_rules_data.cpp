@@ -197,15 +197,22 @@ std::vector<Finding> train_test_leakage(const Facts& f) {
   const DataFacts& d = f.data;
   if (!d.has_test || d.dup_test == 0) return {};
   const double share = static_cast<double>(d.dup_test) / static_cast<double>(d.test.size);
+  // Data with few distinct values repeat naturally (iris has duplicate flowers): the training
+  // split's own share of repeated samples is the base rate that leakage must exceed, by 4
+  // standard errors on the test split's size.
+  const double base =
+      d.train.size > 0 ? 1.0 - static_cast<double>(d.train.distinct) / static_cast<double>(d.train.size) : 0.0;
+  const double p0 = std::max(base, 1.0 / static_cast<double>(std::max<std::int64_t>(1, d.train.size)));
+  const bool leak = share >= 0.01 && share - base > 4 * std::sqrt(p0 * (1 - p0) / static_cast<double>(d.test.size));
   return {Finding{
       .id = "train-test-leakage",
-      .severity = share >= 0.01 ? Severity::kError : Severity::kInfo,
-      .confidence = share >= 0.01 ? 0.9 : 0.4,
+      .severity = leak ? Severity::kError : Severity::kInfo,
+      .confidence = leak ? 0.9 : 0.4,
       .where = {{"split", "test"}, {"samples", d.dup_test_examples}},
       .evidence = d.dup_test_files.empty()
                       ? fmt::format("{} of {} test samples ({:.2f}%) also occur in the training set with identical "
-                                    "inputs: test samples {}",
-                                    d.dup_test, d.test.size, 100 * share, fmt_samples(d.dup_test_examples))
+                                    "inputs (the training split repeats {:.2f}% of its own samples): test samples {}",
+                                    d.dup_test, d.test.size, 100 * share, 100 * base, fmt_samples(d.dup_test_examples))
                       : fmt::format("{} of {} test images ({:.2f}%) are byte-identical copies of training files: {}",
                                     d.dup_test, d.test.size, 100 * share, fmt::join(d.dup_test_files, ", ")),
       .fix = "remove the duplicates from one split (hash the samples) so that the test score measures generalisation",
