@@ -57,7 +57,8 @@ const std::map<std::string, std::vector<std::string>>& cause_graph() {
       {"batchnorm-stats-drift", {"underfitting"}},
       {"partial-epochs-left-on", {"repeated-batches", "overfitting", "underfitting"}},
       // The setup.
-      {"probabilities-as-logits", {"vanishing-gradients", "lr-too-low", "parameters-not-updating", "underfitting"}},
+      {"probabilities-as-logits",
+       {"vanishing-gradients", "lr-too-low", "parameters-not-updating", "underfitting", "label-noise"}},
       {"batchnorm-batch-of-one", {"run-failed"}},
       {"no-gradient", {"underfitting"}},
       // The optimisation.

@@ -23,6 +23,10 @@ std::vector<Finding> labels_shuffled(const Facts& f) {
   // barely varies): a false alarm is then rarer than 1 in 10 000 for a normal null.
   const double margin = std::max(4 * d.knn_sigma, 0.005);
   if (d.knn_agreement > d.knn_chance + margin) return {};
+  // Independence predicts agreement near chance, not far below it: neighbours that carry other
+  // labels 2 standard deviations more often than chance (rarer than 1 in 40 under independence)
+  // are a dependence the neighbour vote reads the wrong way.
+  if (d.knn_agreement < d.knn_chance - 2 * d.knn_sigma) return {};
   // Neighbours miss signal where few queries leave the null wide, or where most input dimensions
   // are noise. Held-out signal settles it: the doctor's linear baseline or the run's validation
   // accuracy 4 standard errors above always predicting the majority class means the labels

@@ -412,7 +412,9 @@ std::vector<Finding> weight_decay_too_large(const Facts& f) {
 std::vector<Finding> no_gradient(const Facts& f) {
   const RunFacts& r = f.run;
   std::vector<Finding> out;
-  if (r.total_numel > 0 && r.frozen_numel > 0 &&
+  // Frozen layers are fine when they hold trained weights (model.init_from); a module built in
+  // C++ carries no such record, so its frozen share is judged as from a config without one.
+  if (f.config.model.init_from.empty() && r.total_numel > 0 && r.frozen_numel > 0 &&
       static_cast<double>(r.frozen_numel) >= 0.5 * static_cast<double>(r.total_numel))
     out.push_back(Finding{
         .id = "no-gradient",
@@ -486,7 +488,9 @@ Facts make_facts(const DataFacts& d, const RunFacts& r, const train::RunConfig& 
   // Norms are requested at every step, so a NaN is a computed one.
   s.grad_nonfinite = std::any_of(g.begin(), g.end(), [](double x) { return !std::isfinite(x); }) ||
                      (r.nonfinite && r.nonfinite->kind != "input");
-  const double growth = s.grad_first > 0 ? s.grad_max / s.grad_first : NAN;
+  // Growth: a norm that rises after the first steps (a large first step that then settles, as a
+  // fresh head on a pretrained body gives, is not growth).
+  const double growth = s.grad_first > 0 && s.grad_max_step >= 5 ? s.grad_max / s.grad_first : NAN;
   s.exploding =
       std::isfinite(growth) && growth >= 100 && (s.grad_max > cfg.diagnostics.grad_norm_high || s.grad_nonfinite);
   // Update-to-weight ratios and weight norms over the probes (weights only).

@@ -339,6 +339,10 @@ TEST(DoctorRules, ExplodingGradientsNeedGrowthAndAHighNorm) {
   EXPECT_EQ(f[0].where["step"], 50);
   for (std::size_t i = 50; i < 100; ++i) k.r.grad_norm[i] = 50;  // x50, below grad_norm_high
   EXPECT_TRUE(check("exploding-gradients", k).empty());
+  // A huge first step that settles (a fresh head on a pretrained body) is not growth.
+  k.r.grad_norm.assign(100, 5e4);
+  k.r.grad_norm[0] = 6e6;
+  EXPECT_TRUE(check("exploding-gradients", k).empty());
 }
 
 TEST(DoctorRules, ParametersNotUpdating) {
@@ -409,6 +413,8 @@ TEST(DoctorRules, NoGradientFrozenOrCut) {
   k.r.frozen = {"body.fc0.weight"};
   k.r.no_grad_params = {"head.weight"};
   EXPECT_EQ(check("no-gradient", k).size(), 2u);
+  k.c.model.init_from = "backbone.safetensors";  // frozen layers with trained weights: only the cut graph
+  EXPECT_EQ(check("no-gradient", k).size(), 1u);
 }
 
 // --- fit rules ---
@@ -432,6 +438,8 @@ TEST(DoctorRules, LabelsShuffledAgainstThePermutationNull) {
   EXPECT_TRUE(check("labels-shuffled", k).empty());
   k.d.baseline_acc = 0.27;  // the baseline at chance too
   EXPECT_EQ(check("labels-shuffled", k).size(), 1u);
+  k.d.knn_agreement = 0.20;  // 5 sigma below chance: neighbours anti-correlated, not independent
+  EXPECT_TRUE(check("labels-shuffled", k).empty());
 }
 
 TEST(DoctorRules, RepeatedBatchesInTheSplitOrTheRun) {
