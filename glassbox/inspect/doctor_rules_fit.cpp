@@ -5,6 +5,7 @@
 // Tested in doctor_rules_test.cpp (hand-built facts) and doctor_test.cpp / lab_test.cpp (end to end).
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -314,6 +315,7 @@ std::vector<Finding> data_loading_bottleneck(const Facts& f) {
   const double steps = static_cast<double>(r.steps);
   const double wait = r.data_wait / steps, compute = (r.seconds - r.data_wait) / steps;
   const std::int64_t workers = f.config.data.loader.num_workers;
+  const auto cores = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
   // Workers in parallel cut the wait by about their number.
   const auto needed = static_cast<std::int64_t>(
       std::ceil(static_cast<double>(std::max<std::int64_t>(1, workers)) * (wait + compute) / std::max(compute, 1e-9)));
@@ -325,9 +327,14 @@ std::vector<Finding> data_loading_bottleneck(const Facts& f) {
       .evidence = fmt::format("{:.0f}% of the {:.1f} s of training went to waiting for the next batch: {:.1f} ms of "
                               "waiting per step against {:.1f} ms of computing (data.loader.num_workers = {})",
                               100 * r.data_wait / r.seconds, r.seconds, 1e3 * wait, 1e3 * compute, workers),
-      .fix = fmt::format("raise data.loader.num_workers (about {} would keep up, cores permitting) and "
-                         "prefetch_factor, keep decoded data in memory, or move per-sample work out of get_batch",
-                         needed),
+      .fix = needed <= cores
+                 ? fmt::format("raise data.loader.num_workers to about {} (this machine has {} cores) and "
+                               "prefetch_factor, or keep decoded data in memory",
+                               needed, cores)
+                 : fmt::format("the pipeline would need about {} workers to keep up and this machine has {} cores: "
+                               "make the per-sample work lighter (smaller intermediate sizes, cheaper transforms, "
+                               "decoded images cached in memory), then raise data.loader.num_workers",
+                               needed, cores),
       .actions = {{"data.loader.num_workers", "raise"}},
   }};
 }
