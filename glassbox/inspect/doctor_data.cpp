@@ -270,8 +270,12 @@ void gather_data_facts(train::TaskModule& task, train::DataModule& data, const D
   if (d.has_test) split_facts("test", *test_ds, d.outputs, d.test, &ge);
   if (d.has_test || d.has_val) {
     const SplitFacts& target = d.has_test ? d.test : d.val;
-    d.near_dup = find_near_duplicates(target.name, *train_ds, g.x, g.file_index, d.train.hashes,
-                                      d.has_test ? *test_ds : *val_ds, ge.x, ge.file_index, target.hashes);
+    try {
+      d.near_dup = find_near_duplicates(target.name, *train_ds, g.x, g.file_index, d.train.hashes,
+                                        d.has_test ? *test_ds : *val_ds, ge.x, ge.file_index, target.hashes);
+    } catch (const std::exception& e) {
+      d.skipped.push_back({"near-duplicates", first_line_of(e.what())});
+    }
   }
 
   // Input statistics over finite values, and a robust scale (outliers do not move a median).
@@ -326,7 +330,7 @@ void gather_data_facts(train::TaskModule& task, train::DataModule& data, const D
   // whatever the class frequencies, where plain agreement would be sum p_k^2 (0.96 with a 98 %
   // class, leaving no room above chance). Its null distribution under the observed frequencies
   // comes from permuting the references' labels.
-  if (g.y.defined() && g.y.dim() == 1 && d.train.counts.size() > 1 && g.x.size(0) >= 60) {
+  if (g.y.defined() && g.y.dim() == 1 && d.train.counts.size() > 1 && g.x.size(0) >= 60 && d.train.label_min >= 0) {
     const std::int64_t n = g.x.size(0);
     const std::int64_t nq = std::min<std::int64_t>(options.knn_queries, n / 3);
     const std::int64_t nr = std::min<std::int64_t>(2 * options.knn_queries, n - nq);

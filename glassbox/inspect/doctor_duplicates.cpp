@@ -52,7 +52,7 @@ at::Tensor thumbnails(const data::ImageDataset& images, const at::Tensor& files,
         }
         const float norm = static_cast<float>(std::sqrt(std::max(sq, 1e-12)));
         for (int k = 0; k < 256; ++k) row[k] /= norm;
-      } catch (const Error&) {
+      } catch (const std::exception&) {
         for (int k = 0; k < 256; ++k) row[k] = static_cast<float>(i % 7 == k % 7) * 1e3f;  // unreadable: far away
       }
     }
@@ -86,8 +86,15 @@ NearDuplicates find_near_duplicates(const std::string& split, const data::Datase
     xt = thumbnails(*target_images, target_files, nt);
   } else {
     if (!train_x.defined() || !target_x.defined() || !train_x.is_floating_point()) return nd;
-    xr = torch::nan_to_num(train_x.slice(0, 0, nr).reshape({nr, -1}).to(torch::kFloat), 0, 0, 0);
-    xt = torch::nan_to_num(target_x.slice(0, 0, nt).reshape({nt, -1}).to(torch::kFloat), 0, 0, 0);
+    // Images held as tensors: pooled to at most 16x16 per channel, as the baseline does, so that
+    // the distances stay cheap (a copy stays next to its original after pooling).
+    auto prepare = [](const at::Tensor& x, std::int64_t n) {
+      at::Tensor v = torch::nan_to_num(x.slice(0, 0, n).to(torch::kFloat), 0, 0, 0);
+      if (v.dim() == 4 && v.size(2) * v.size(3) > 256) v = torch::adaptive_avg_pool2d(v, {16, 16});
+      return v.reshape({n, -1}).contiguous();
+    };
+    xr = prepare(train_x, nr);
+    xt = prepare(target_x, nt);
     if (xr.size(1) != xt.size(1)) return nd;
   }
   {

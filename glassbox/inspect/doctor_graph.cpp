@@ -142,15 +142,15 @@ std::vector<Finding> finalise(std::vector<Finding> findings) {
         if (against == nullptr && contradicts(a, b)) against = &id;
     const std::string causes = fmt::format("{}", fmt::join(f.because_of, ", "));
     if (against != nullptr) {
-      f.fix = f.because_of.empty()
-                  ? fmt::format(
-                        "apply the fix of {} above first (stronger evidence), then run the doctor again; this "
-                        "finding's own remedy would undo it",
-                        *against)
-                  : fmt::format(
-                        "this follows from {} above: fix that first, then run the doctor again; this "
-                        "finding's own remedy would work against that fix",
-                        causes);
+      const bool from_cause = std::find(f.because_of.begin(), f.because_of.end(), *against) != f.because_of.end();
+      f.fix = !from_cause ? fmt::format(
+                                "apply the fix of {} above first (stronger evidence), then run the doctor again; this "
+                                "finding's own remedy would undo it",
+                                *against)
+                          : fmt::format(
+                                "this follows from {} above: fix that first, then run the doctor again; this "
+                                "finding's own remedy would work against that fix",
+                                causes);
       f.actions.clear();
       continue;
     }

@@ -184,7 +184,8 @@ const std::map<std::string, std::vector<std::string>>& cause_graph();
 // Two actions on one setting in opposite directions (lower/raise, true/false, smaller/larger,
 // add/remove, set/remove, wider/narrower).
 bool contradicts(const FixAction& a, const FixAction& b);
-// Ranks and reconciles the rules' findings (doctor_graph.cpp): one finding per id (and place),
+// Ranks and reconciles the rules' findings (doctor_graph.cpp): one finding per id (one per check
+// for check-not-run),
 // causes raised to the severity of the symptoms they explain and placed above them, symptoms
 // naming their causes, and any fix that contradicts a higher-ranked one replaced by a pointer
 // to it.

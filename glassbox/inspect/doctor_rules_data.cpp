@@ -58,7 +58,7 @@ std::vector<Finding> label_out_of_range(const Facts& f) {
         .evidence = fmt::format("{} {} labels are outside 0..{} (the model has {} outputs): {}; first at samples {}",
                                 s->out_of_range_count, s->name, K - 1, K, fmt::join(values, ", "),
                                 fmt_samples(s->out_of_range)),
-        .fix = f.config.data.source.num_classes > 0
+        .fix = f.config.data.source.num_classes > 0 && s->label_max >= K
                    ? fmt::format("correct those labels, or set data.num_classes = {} if they are real classes",
                                  s->label_max + 1)
                    : "correct those labels (class labels must be 0..K-1)",
@@ -335,6 +335,7 @@ std::vector<Finding> check_not_run(const Facts& f) {
       {"batchnorm-statistics", "comparing BatchNorm's running statistics with batch statistics on training samples"},
       {"baseline", "fitting the doctor's own baseline (a linear classifier on the same features)"},
       {"label-noise", "estimating label noise from the trained model's probabilities on validation samples"},
+      {"near-duplicates", "looking for near-duplicates of training samples in the evaluation split"},
   };
   std::vector<Finding> out;
   for (const auto* list : {&f.data.skipped, &f.run.skipped}) {

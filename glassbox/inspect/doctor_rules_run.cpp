@@ -127,9 +127,12 @@ std::vector<Finding> nonfinite_activation(const Facts& f) {
   } else if (e->op == "aten::exp" || e->op == "aten::pow") {
     out.fix = "compute it stably (subtract the maximum before exp, use log-softmax / logsumexp) or clamp its input";
     out.actions = {{"model.code", "repair"}};
-  } else {
+  } else if (f.config.optim.lr > 0) {
     out.fix = "guard that op's domain (clamp before log/sqrt/division), lower the learning rate if activations grew";
     out.actions = {{"model.code", "repair"}, {"optim.lr", "lower"}};
+  } else {
+    out.fix = "guard that op's domain (clamp before log/sqrt/division)";
+    out.actions = {{"model.code", "repair"}};
   }
   return {out};
 }
@@ -361,6 +364,8 @@ std::vector<Finding> dead_relu(const Facts& f) {
     }
   }
   if (share < 0.4) return {};
+  std::vector<FixAction> actions;
+  if (f.config.optim.lr > 0) actions.push_back({"optim.lr", "lower"});
   std::int64_t units = 0;
   for (const auto& a : r.probes.back().activations)
     if (a.layer == worst && a.shape.size() >= 2) units = a.shape[1];
@@ -374,11 +379,13 @@ std::vector<Finding> dead_relu(const Facts& f) {
                       "to step {}); they pass no gradient{}",
                       100 * share, units, worst, r.probes.size() - from, r.probes.back().step,
                       f.summary.learning ? "" : fmt::format(", and the loss stays near {:.3g}", f.summary.loss_end)),
-      .fix =
-          fmt::format("lower optim.lr (now {:g}: a large update pushes units below zero for good), or use leaky_relu "
-                      "/ gelu",
-                      f.config.optim.lr),
-      .actions = {{"optim.lr", "lower"}},
+      .fix = f.config.optim.lr > 0
+                 ? fmt::format("lower optim.lr (now {:g}: a large update pushes units below zero for good), or use "
+                               "leaky_relu / gelu",
+                               f.config.optim.lr)
+                 : std::string("use leaky_relu / gelu, or an initialisation that keeps units alive (they were dead "
+                               "without any update: optim.lr = 0)"),
+      .actions = std::move(actions),
   }};
 }
 

@@ -627,7 +627,6 @@ TEST(DoctorGraph, AnInfoFindingExplainsNothing) {
 TEST(DoctorGraph, OneFindingPerIdTheMostSevere) {
   auto out = finalise({finding("no-gradient", Severity::kWarning, 0.9), finding("no-gradient", Severity::kError, 0.5),
                        finding("check-not-run", Severity::kInfo, 0.3), finding("check-not-run", Severity::kInfo, 0.3)});
-  out[0].where = {};
   ASSERT_EQ(out.size(), 2u);  // the two notes name the same (empty) check
   EXPECT_EQ(out[0].severity, Severity::kError);
 }
@@ -687,6 +686,7 @@ TEST(DoctorGraph, ContradictingRulesAreLinkedOrExclusive) {
   // Exclusive by their conditions (each shown by a test above or by construction):
   //   lr-too-high / lr-too-low: lr-too-low defers to lr-too-high on the same facts;
   //   lr-too-high / parameters-not-updating: the latter's raise needs lr = 0, the former an update ratio > 1e-2;
+  //   dead-relu, nonfinite-activation / parameters-not-updating: with lr = 0 the former ask for no lower lr;
   //   overfitting / underfitting: a falling training loss below chance against a flat loss below the baseline;
   //   overfitting / weight-decay-too-large: a training loss that falls against one that does not;
   //   exploding-gradients, dead-relu, nonfinite-activation / lr-too-low, parameters-not-updating: growing
@@ -715,12 +715,29 @@ TEST(DoctorGraph, ContradictingRulesAreLinkedOrExclusive) {
           << a.id << " and " << b.id << " give contradicting fixes but are neither linked nor exclusive";
     }
   // The exclusivity claimed for the learning rate holds on facts where both would read true.
+  // The first probes' large steps blew the loss up; after that the steps are tiny (the weights
+  // grew): lr-too-low's own test (median ratio below 1e-5, loss not falling) reads true here.
   Case k;
   k.run(200, 1.4, 8.0);
-  k.probes(0.05);
-  k.r.probes[5].update_ratio.assign(3, 1e-7);
-  const auto out = diagnose(make_facts(k.d, k.r, k.c));
+  k.probes(1e-7);
+  for (std::size_t p = 0; p < 3; ++p) k.r.probes[p].update_ratio.assign(3, 0.05);
+  const Facts facts = make_facts(k.d, k.r, k.c);
+  ASSERT_LT(facts.summary.update_ratio, 1e-5);
+  ASSERT_FALSE(facts.summary.learning);
+  const auto out = diagnose(facts);
+  EXPECT_LT(position(out, "lr-too-high"), out.size()) << ids(out);
   EXPECT_EQ(position(out, "lr-too-low"), out.size()) << ids(out);
+  // With optim.lr = 0, units dead from the start ask for no lower learning rate, so they
+  // cannot contradict parameters-not-updating's "set a real learning rate".
+  Case z;
+  z.run(100, 1.4, 1.4);
+  z.probes(0.0);
+  z.relu("body.act0", 0.95);
+  z.c.optim.lr = 0;
+  for (const auto& f : diagnose(make_facts(z.d, z.r, z.c)))
+    if (f.id == "parameters-not-updating") {
+      EXPECT_EQ(f.actions, actions_of("optim.lr", "raise")) << f.fix;
+    }
 }
 
 }  // namespace

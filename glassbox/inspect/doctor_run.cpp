@@ -182,7 +182,12 @@ void label_noise_check(train::TaskModule& task, train::DataModule& data, c10::De
   if (ds == nullptr || ds->size() < 100) return;
   const std::int64_t n = std::min<std::int64_t>(ds->size(), 2000);
   torch::NoGradGuard ng;
-  const bool was_training = task.module().is_training();
+  // The module's mode as the run left it, restored on every way out.
+  struct Mode {
+    torch::nn::Module& m;
+    bool training;
+    ~Mode() { m.train(training); }
+  } mode{task.module(), task.module().is_training()};
   task.module().eval();
   std::vector<at::Tensor> probs, labels;
   for (std::int64_t i = 0; i < n; i += 256) {
@@ -194,7 +199,6 @@ void label_noise_check(train::TaskModule& task, train::DataModule& data, c10::De
     probs.push_back(torch::softmax(out.logits.to(torch::kDouble), 1).cpu());
     labels.push_back(b.targets.to(torch::kCPU, torch::kLong));
   }
-  if (was_training) task.module().train();
   if (probs.empty()) return;
   const at::Tensor p = torch::cat(probs), y = torch::cat(labels);
   if (!torch::isfinite(p).all().item<bool>() || y.min().item<std::int64_t>() < 0 ||

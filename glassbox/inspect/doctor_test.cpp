@@ -154,6 +154,24 @@ TEST(Doctor, NamesTheOverflowingLayerInTheMiddleAndTheStep) {
   EXPECT_EQ(first(r).where["samples"], nlohmann::json({150}));
 }
 
+// A distance written as sqrt(d^2) added to the activations, where d (here x minus a detached
+// copy of itself) is 0: the forward is finite, its backward is inf * 0 = NaN.
+struct SqrtAbsImpl : torch::nn::Cloneable<SqrtAbsImpl> {
+  void reset() override {}
+  at::Tensor forward(const at::Tensor& x) { return x + torch::sqrt((x - x.detach()).pow(2)); }
+};
+TORCH_MODULE(SqrtAbs);
+
+TEST(Doctor, NonFiniteGradientFromAnOpUndefinedAtZero) {
+  auto [x, y] = blobs(600, 3, 5);
+  auto data = module_of(x, y, 3);
+  SeqTask task(torch::nn::Sequential(torch::nn::Linear(5, 16), SqrtAbs(), torch::nn::ReLU(), torch::nn::Linear(16, 3)));
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), quick());
+  ASSERT_EQ(first(r).id, "nonfinite-gradient") << ids(r);
+  EXPECT_EQ(first(r).where["step"], 0);
+  EXPECT_TRUE(first(r).where.contains("parameter")) << first(r).where.dump();
+}
+
 // 98 % of one class: plain neighbour agreement by chance is 0.96, so a chance-level test on it
 // cannot tell learnable labels from shuffled ones; the balanced agreement can.
 std::pair<at::Tensor, at::Tensor> rare_class(std::int64_t n, std::uint64_t seed = 21) {

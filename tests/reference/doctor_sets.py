@@ -44,6 +44,9 @@ def base_sets():
     x, y = make_classification(n_samples=800, n_features=50, n_informative=6, n_redundant=4, n_classes=4,
                                random_state=5)
     out["many_features"] = split(x, y)
+    x, y = make_classification(n_samples=3000, n_features=8, n_informative=2, n_redundant=0, n_classes=2,
+                               weights=[0.97, 0.03], class_sep=0.3, flip_y=0, random_state=8)
+    out["imbalanced_97_3_hard"] = split(x, y)
     x, y = make_moons(n_samples=1200, noise=0.2, random_state=6)
     out["moons"] = split(x, y)
     return out
@@ -75,6 +78,9 @@ def faulty_sets(base):
     out["five_classes_nan"] = [bad, ytr, xte, yte]
     out["five_classes_constant"] = [xtr, np.zeros_like(ytr), xte, yte]
     out["five_classes_tiled"] = [np.tile(xtr[:40], (40, 1)), np.tile(ytr[:40], 40), xte, yte]
+    wrong = ytr.copy()
+    wrong[rng.choice(len(wrong), len(wrong) // 50, replace=False)] = 5  # 2 % labelled 5 in a 5-class set
+    out["five_classes_out_of_range"] = [xtr, wrong, xte, yte]
     xtr, ytr, xte, yte = base["many_features"]
     leak = np.concatenate([xtr, xte[:60]])
     out["many_features_leak"] = [leak, np.concatenate([ytr, yte[:60]]), xte, yte]
