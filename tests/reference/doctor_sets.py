@@ -44,8 +44,8 @@ def base_sets():
     x, y = make_classification(n_samples=800, n_features=50, n_informative=6, n_redundant=4, n_classes=4,
                                random_state=5)
     out["many_features"] = split(x, y)
-    x, y = make_classification(n_samples=3000, n_features=8, n_informative=2, n_redundant=0, n_classes=2,
-                               weights=[0.97, 0.03], class_sep=0.3, flip_y=0, random_state=8)
+    x, y = make_classification(n_samples=3000, n_features=8, n_informative=4, n_redundant=0, n_classes=2,
+                               weights=[0.97, 0.03], class_sep=1.0, flip_y=0, random_state=8)
     out["imbalanced_97_3_hard"] = split(x, y)
     x, y = make_moons(n_samples=1200, noise=0.2, random_state=6)
     out["moons"] = split(x, y)
