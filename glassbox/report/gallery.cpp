@@ -177,14 +177,22 @@ std::string doctor_section(const Artefact& doctor) {
       where += (where.empty() ? "" : "<br>") + escape(k) + ": <code>" + escape(s) + "</code>";
     }
     const auto conf = f["confidence"].number();
+    // A symptom names the causes it is ranked under.
+    std::string because;
+    const JsonView causes = f["because_of"];
+    for (std::size_t k = 0; k < causes.size(); ++k)
+      because += (because.empty() ? "<br><small>because of " : ", ") + std::string("<code>") +
+                 escape(causes[k].text().value_or("?")) + "</code>";
+    if (!because.empty()) because += "</small>";
     rows += "<tr><td><span class=\"badge " + cls + "\">" + escape(severity) + "</span></td><td><code>" +
-            escape(f["id"].text().value_or("?")) + "</code></td><td>" + where + "</td><td>" +
+            escape(f["id"].text().value_or("?")) + "</code>" + because + "</td><td>" + where + "</td><td>" +
             escape(f["evidence"].text().value_or("")) + "</td><td>" + escape(f["fix"].text().value_or("")) + "</td>" +
             "<td class=\"num\">" + (conf ? format_percent(*conf, 0) : kDash) + "</td></tr>\n";
   }
   std::string counts;
   for (const auto& [sev, n] : by_severity)
-    counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + escape(sev);
+    counts +=
+        (counts.empty() ? "" : ", ") + std::to_string(n) + " " + escape(sev) + (n != 1 && sev != "info" ? "s" : "");
   return section(
       "doctor", "Doctor",
       "<p>" + counts + " (from " + escape(doctor.source.file) +

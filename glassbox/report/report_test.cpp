@@ -90,7 +90,8 @@ TEST(Report, ShowsTheValuesOfTheArtefacts) {
   EXPECT_HAS(html, "<span class=\"badge error\">error</span></td><td><code>lr-too-high</code>");
   EXPECT_HAS(html, "<span class=\"badge warning\">warning</span>");
   EXPECT_HAS(html, "parameter: <code>features.0.weight</code>");
-  EXPECT_HAS(html, "1 error, 1 info, 1 warning");
+  EXPECT_HAS(html, "2 errors, 1 info, 1 warning");
+  EXPECT_HAS(html, "<code>dead-relu</code><br><small>because of <code>lr-too-high</code></small>");
   // fairness
   EXPECT_HAS(html, "attribute <b>group</b> · positive class bird · privileged group a");
   EXPECT_HAS(html, "<span class=\"flag\">demographic_parity</span> = 0.18 (threshold 0.1)");
