@@ -333,7 +333,14 @@ void run_instrumented(train::TaskModule& task, train::DataModule& data, const tr
       r.skipped.push_back({"label-noise", first_line_of(e.what())});
     }
   }
-  if (!d.batchnorm_layers.empty() && r.error.empty()) {
+  // A model a few steps old predicts near chance, and its accuracy flips with any change of
+  // normalisation: the comparison needs a model that has trained a little.
+  if (!d.batchnorm_layers.empty() && r.error.empty() && r.steps < 50) {
+    r.skipped.push_back({"batchnorm-statistics",
+                         fmt::format("the run made {} steps; the comparison needs at least 50 (raise --steps or "
+                                     "--seconds)",
+                                     r.steps)});
+  } else if (!d.batchnorm_layers.empty() && r.error.empty()) {
     try {
       batchnorm_check(task, data, trainer.device(), d.batch_size, r);
     } catch (const std::exception& e) {

@@ -403,6 +403,24 @@ TEST(Doctor, BatchNormRunningStatisticsFromPairsOfSamples) {
   }
 }
 
+// Too short a run to judge BatchNorm: a note that says so, no verdict.
+TEST(Doctor, BatchNormCheckNeedsFiftySteps) {
+  auto [x, y] = blobs(1200, 4, 6);
+  auto data = module_of(x, y, 4, 2);
+  torch::manual_seed(1);
+  SeqTask task(torch::nn::Sequential(torch::nn::Linear(6, 32),
+                                     torch::nn::BatchNorm1d(torch::nn::BatchNorm1dOptions(32).momentum(1.0)),
+                                     torch::nn::ReLU(), torch::nn::Linear(32, 4)));
+  DoctorOptions o = quick();
+  o.max_steps = 30;
+  const DoctorReport r = run_doctor(task, data, config_of("adam", 1e-2), o);
+  EXPECT_EQ(r.find("batchnorm-stats-drift"), nullptr) << ids(r);
+  const Finding* note = r.find("check-not-run");
+  ASSERT_NE(note, nullptr) << ids(r);
+  EXPECT_EQ(note->where["check"], "batchnorm-statistics");
+  EXPECT_NE(note->evidence.find("30 steps"), std::string::npos) << note->evidence;
+}
+
 TEST(Doctor, TheSameBatchEveryStepFromABuggyDataset) {
   auto [x, y] = blobs(1000, 3, 6);
   data::LoaderOptions lo;
