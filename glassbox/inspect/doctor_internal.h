@@ -110,6 +110,7 @@ struct RunFacts {
   std::vector<std::uint64_t> batch_hash;         // per step: hash of the batch's inputs
   std::vector<std::int64_t> batch_size;
   std::vector<Validation> validations;
+  std::int64_t val_samples = 0;  // samples scored per validation check
   std::vector<ProbeRecord> probes;
   std::vector<Alert> alerts;
   std::optional<NonFiniteEvent> nonfinite;

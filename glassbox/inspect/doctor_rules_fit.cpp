@@ -37,9 +37,9 @@ std::vector<Finding> labels_shuffled(const Facts& f) {
     double held_out = d.baseline_samples > 0 ? d.baseline_acc : -1;
     std::int64_t n = d.baseline_samples;
     for (const auto& v : f.run.validations)
-      if (std::isfinite(v.val_acc) && v.val_acc > held_out && d.val.size > 0) {
+      if (std::isfinite(v.val_acc) && v.val_acc > held_out && f.run.val_samples > 0) {
         held_out = v.val_acc;
-        n = std::min<std::int64_t>(d.val.size, f.config.data.loader.batch_size * 8);
+        n = f.run.val_samples;
       }
     if (n > 0 && held_out > maj + 4 * std::sqrt(maj * (1 - maj) / static_cast<double>(n))) return {};
   }
@@ -224,8 +224,11 @@ std::vector<Finding> underfitting(const Facts& f) {
   double model = f.summary.recent_acc;
   std::int64_t model_n =
       std::min<std::int64_t>(50, static_cast<std::int64_t>(r.acc.size())) * std::max<std::int64_t>(1, d.batch_size);
-  if (!r.validations.empty() && std::isfinite(r.validations.back().val_acc) && r.validations.back().val_acc > model)
+  if (!r.validations.empty() && std::isfinite(r.validations.back().val_acc) && r.validations.back().val_acc > model &&
+      r.val_samples > 0) {
     model = r.validations.back().val_acc;
+    model_n = r.val_samples;
+  }
   const double pb = d.baseline_acc;
   const double se = std::sqrt(pb * (1 - pb) / static_cast<double>(d.baseline_samples) +
                               model * (1 - model) / static_cast<double>(std::max<std::int64_t>(1, model_n)));

@@ -248,6 +248,8 @@ void run_instrumented(train::TaskModule& task, train::DataModule& data, const tr
                      train::resolve_batches(cfg.trainer.limit_train_batches, per_epoch, "limit_train_batches"));
   r.full_batches_per_epoch = per_epoch;
   r.batches_per_epoch = std::max<std::int64_t>(1, limited);
+  if (auto v = data.val_dataset())
+    r.val_samples = std::min<std::int64_t>(v->size(), options.val_batches * data.eval_loader_options().batch_size);
   to.val_check_interval = limited > options.val_every ? static_cast<double>(options.val_every) : 1.0;
   train::SchedulerOptions so = cfg.scheduler;
   train::Trainer trainer(to, cfg.optim, so);
